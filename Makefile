@@ -1,0 +1,28 @@
+# runner: build, test and lint. `make help` lists the targets.
+GO      ?= go
+BIN     ?= bin/runner
+PKGS    := ./...
+
+.PHONY: help build test test-short lint fmt bench
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/runner
+	$(GO) build -o $(BIN) ./runner
+
+test: ## run every test (the real CPU engine cases run when its binary is present)
+	$(GO) test -count=1 $(PKGS)
+
+test-short: ## run the fast unit tests only
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: ## check formatting and run go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fmt: ## format the code
+	gofmt -w $$(git ls-files '*.go')
+
+bench: ## run the benchmarks and print their figures
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

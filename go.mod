@@ -1,0 +1,3 @@
+module github.com/onelayerdown/runner
+
+go 1.26

@@ -1,0 +1,109 @@
+package experiment
+
+import "time"
+
+// Experiment is a loaded, validated experiment file (format version 1).
+type Experiment struct {
+	Version     int
+	Name        string // [a-z0-9._-]+; part of result paths
+	Description string
+
+	Server      Server
+	Request     Request
+	Matrix      Matrix
+	Repetitions int
+	Warmup      int
+	Cache       string // "reset" | "keep"
+	Order       Order
+	Timeouts    Timeouts
+
+	Path   string // the file it was loaded from
+	Source []byte // the file's bytes, as read
+}
+
+// Server is how to reach or boot the inference server.
+type Server struct {
+	Engine       string            // vllm (default) | sim | endpoint | ...
+	Model        string            //
+	Dtype        string            // e.g. half, float16, bfloat16, float, auto
+	MaxModelLen  int               // 0 when unset
+	Args         []string          // extra argv, passed as is
+	Env          map[string]string //
+	ReadyTimeout time.Duration     //
+	Host         string            // bind host; 127.0.0.1 by default
+	Port         int               // 0: pick a free port
+	URL          string            // endpoint only: base URL, e.g. http://127.0.0.1:8000
+	APIKeyEnv    string            // endpoint only: NAME of the env var holding the API key
+}
+
+// Request is the request sent for each repetition of a config.
+type Request struct {
+	API string // "completions" | "chat"
+
+	// Exactly one prompt source is set in a Config: Prompt (literal text, PromptName set when it
+	// came from the named list) or PromptTokens (synthesise exactly N tokens).
+	Prompt       string
+	PromptName   string
+	PromptTokens int
+	Prompts      []NamedPrompt // the named list, before expansion; empty in a Config
+
+	MaxTokens   int
+	IgnoreEOS   *bool
+	MinTokens   *int
+	Temperature *float64
+	Seed        *int
+	Stop        []string
+	Extra       map[string]any // merged into the request body
+}
+
+// NamedPrompt is one entry of request.prompts.
+type NamedPrompt struct {
+	Name string
+	Text string
+}
+
+// Matrix is the set of axes to sweep, with CI-style include and exclude lists.
+type Matrix struct {
+	Axes    []Axis
+	Include []map[string]any
+	Exclude []map[string]any
+}
+
+// Axis is one swept field, named by its dotted path (request.max_tokens).
+type Axis struct {
+	Path   string
+	Values []any
+}
+
+// Order is the order in which the repetitions of all configs of one server are sent.
+type Order struct {
+	Mode string // "sequential" | "interleaved" | "shuffled"
+	Seed int64  // for shuffled
+}
+
+// Timeouts bound each request.
+type Timeouts struct {
+	Request time.Duration // whole request, first byte to end of stream
+}
+
+// Config is one point of the expanded matrix: everything needed to send its requests.
+type Config struct {
+	ID       string      // stable: the same content gives the same id on any machine
+	ServerID string      // stable id of the Server part; configs sharing it share one boot
+	Label    string      // readable, e.g. "max_tokens=64,prompt_tokens=512"
+	Index    int         // position in the expansion order
+	Axes     []AxisValue // the axis values of this point, in axis order
+
+	Server      Server
+	Request     Request
+	Repetitions int
+	Warmup      int
+	Cache       string
+	Timeouts    Timeouts
+}
+
+// AxisValue is one axis's value at a config.
+type AxisValue struct {
+	Path  string // dotted path, e.g. request.max_tokens
+	Value string // the value rendered as text
+}

@@ -1,0 +1,142 @@
+// Package record holds the domain types that every stage of the runner shares: one streamed
+// request as the client measured it, and the events it was made of.
+//
+// Data flows one way: experiment → configs → (engine, measure) → records → results →
+// compare/report. This package sits in the middle of that chain and imports nothing of the
+// project, so that measure can produce records and results can store them without either knowing
+// the other.
+package record
+
+import "time"
+
+// Phase says why a request was sent.
+type Phase string
+
+// The phases of a config's requests, in the order they are sent.
+const (
+	// PhaseFirst is the first request a freshly booted server answers. It is kept apart from
+	// the steady state because it pays for lazy initialisation (CUDA graphs, allocator warm-up).
+	PhaseFirst Phase = "first"
+	// PhaseWarmup is a warm-up request: measured and stored, never summarised.
+	PhaseWarmup Phase = "warmup"
+	// PhaseMeasure is a steady-state repetition: the rows that summaries and diffs use.
+	PhaseMeasure Phase = "measure"
+)
+
+// Status is the outcome of one request.
+type Status string
+
+// The outcomes of a request.
+const (
+	StatusOK     Status = "ok"
+	StatusFailed Status = "failed"
+)
+
+// ErrorClass names why a failed request failed, in a closed vocabulary that a CSV column can hold.
+type ErrorClass string
+
+// The error classes. A failed row is never a measurement: its metrics stay empty.
+const (
+	ErrNone        ErrorClass = ""
+	ErrConnect     ErrorClass = "connect"      // the connection could not be made
+	ErrHTTPStatus  ErrorClass = "http_status"  // the server answered with a non-2xx status
+	ErrStreamError ErrorClass = "stream_error" // an error object arrived inside the stream
+	ErrTruncated   ErrorClass = "truncated"    // the stream ended without [DONE]
+	ErrTimeout     ErrorClass = "timeout"      // the request ran past its deadline
+	ErrDecode      ErrorClass = "decode"       // an event could not be decoded
+	ErrNoText      ErrorClass = "no_text"      // the stream completed but carried no text
+	ErrCanceled    ErrorClass = "canceled"     // the runner was interrupted mid-request
+	ErrServer      ErrorClass = "server"       // the server for this config could not be booted
+)
+
+// TokenSource names where an output token count came from, best first.
+type TokenSource string
+
+// The token count sources, best first.
+const (
+	SourceTokenIDs  TokenSource = "token_ids"  // per-event token ids (vLLM return_token_ids)
+	SourceUsageCont TokenSource = "usage_cont" // per-event cumulative usage (continuous_usage_stats)
+	SourceUsage     TokenSource = "usage"      // the final usage chunk
+	SourceTokenize  TokenSource = "tokenize"   // the server's /tokenize of the generated text
+	SourceTiktoken  TokenSource = "tiktoken"   // a local tiktoken encoding (approximation)
+	SourceNone      TokenSource = ""
+)
+
+// Exact reports whether the source counts tokens per event, which makes tpot_token exact.
+func (s TokenSource) Exact() bool { return s == SourceTokenIDs || s == SourceUsageCont }
+
+// Request is one streamed request as the client measured it. Durations are measured from T0 on
+// the client's monotonic clock. A nil pointer is a missing value, stored as an empty cell; it is
+// never stood in for by zero.
+type Request struct {
+	ConfigID string // the stable id of the config (experiment.Config.ID)
+	ServerID string // the stable id of its server config
+	Seq      int    // position within the config: 0, 1, 2, ... across all phases
+	Phase    Phase
+	Rep      int // repetition number within its phase, from 0
+
+	Start      time.Time  // wall-clock time of T0, UTC
+	Status     Status     //
+	ErrorClass ErrorClass //
+	Error      string     // free text; stored in its own file, never in the numeric CSV
+	HTTPStatus int        // 0 when no response arrived
+
+	// Connection facts from net/http/httptrace.
+	ConnReused   bool
+	WroteRequest *time.Duration // request fully written
+	FirstByte    *time.Duration // response headers arrived
+
+	TTFT      *time.Duration // first text event − T0
+	LastText  *time.Duration // last text event − T0
+	E2E       *time.Duration // end of stream − T0
+	TPOTEvent *time.Duration // (last − first text event) / (text events − 1)
+	TPOTToken *time.Duration // (last − first text event) / tokens after the first text event
+	// TPOTTokenExact is false when TPOTToken was computed as (output tokens − 1) because no
+	// per-event counts were available.
+	TPOTTokenExact bool
+	ITLMedian      *time.Duration // median gap between consecutive text events
+	ITLMax         *time.Duration // largest gap between consecutive text events
+
+	Events     int // data events received, text or not, [DONE] excluded
+	TextEvents int // events carrying non-empty generated text
+
+	OutputTokens *int        // the count used for tpot_token
+	TokenSource  TokenSource // where OutputTokens came from
+	// Counts seen from every source, so a disagreement is visible. Nil when not available.
+	TokensFromIDs      *int
+	TokensFromUsage    *int
+	TokensFromTokenize *int
+	TokensFromTiktoken *int
+	TiktokenEncoding   string // e.g. "cl100k_base"
+
+	PromptTokensRequested *int // prompt_tokens asked for by the experiment
+	PromptTokensReported  *int // usage.prompt_tokens from the server
+	MaxTokens             int  // max_tokens sent
+	FinishReason          string
+
+	// Options in effect for this request (after any degradation).
+	ContinuousUsage bool   // stream_options.continuous_usage_stats was accepted
+	ReturnTokenIDs  bool   // return_token_ids was accepted
+	Cache           string // reset | keep: how the prefix cache was treated before this request
+	CacheReset      bool   // the cache was actually reset before this request
+
+	OutputText string // the generated text; stored in its own file
+
+	EventList []Event
+}
+
+// Event is one SSE data event of a request, timestamped when its bytes arrived.
+type Event struct {
+	Seq     int           // 0-based position in the stream
+	SinceT0 time.Duration // arrival time − T0
+	Bytes   int           // size of the event on the wire
+	TextLen int           // bytes of generated text it carried
+	Tokens  *int          // tokens it carried, when the server said so
+	Text    bool          // whether it is a text event
+}
+
+// Dur returns a pointer to d, for filling optional fields.
+func Dur(d time.Duration) *time.Duration { return &d }
+
+// Int returns a pointer to n, for filling optional fields.
+func Int(n int) *int { return &n }

@@ -1,0 +1,48 @@
+// Command runner measures LLM serving latency the way a chat user feels it: it expands an
+// experiment file into configs, boots an inference server per server config, sends repeated
+// streaming requests, and writes a versioned result folder of CSV files.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal stops gracefully: the run finishes the request in flight, marks its
+		// folder interrupted and stops its servers. The second exits at once.
+		<-sigs
+		fmt.Fprintln(os.Stderr, "runner: interrupted; stopping (press Ctrl-C again to exit now)")
+		stop()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "runner: exiting now")
+		os.Exit(130)
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode reports err on stderr and maps it to the process exit status.
+func exitCode(err error, stderr *os.File) int {
+	if err == nil {
+		return 0
+	}
+	var ex *exitError
+	if errors.As(err, &ex) {
+		if ex.msg != "" {
+			fmt.Fprintln(stderr, ex.msg)
+		}
+		return ex.code
+	}
+	fmt.Fprintf(stderr, "runner: %v\n", err)
+	return 1
+}
