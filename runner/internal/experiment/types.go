@@ -34,6 +34,9 @@ type Server struct {
 	Port         int               // 0: pick a free port
 	URL          string            // endpoint only: base URL, e.g. http://127.0.0.1:8000
 	APIKeyEnv    string            // endpoint only: NAME of the env var holding the API key
+	Entrypoint   string            // vllm only: "serve" (default) | "api_server" (python -m ...)
+	Command      []string          // command only: argv; "{port}" and "{host}" are substituted
+	ReadyPath    string            // command only: path polled for readiness, e.g. /health
 }
 
 // Request is the request sent for each repetition of a config.
