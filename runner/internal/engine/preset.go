@@ -1,0 +1,207 @@
+// Package engine boots and supervises inference servers. A preset per engine turns a server
+// config into a Launch (an argv, an environment, readiness checks); Start runs it in its own
+// process group, waits until it answers, and Stop ends the whole group.
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+)
+
+// Preset turns a server config into a Launch for one engine. It starts nothing: Start calls it
+// once the host, port and scratch directory are known.
+type Preset func(srv experiment.Server, t Target) (*Launch, error)
+
+// Target is where a preset's server must listen and what it may use while it runs.
+type Target struct {
+	Host       string // bind host, e.g. 127.0.0.1
+	Port       int    // the port to listen on, already chosen (a free one when the experiment gave 0)
+	Executable string // the runner's own executable, for servers the runner itself provides
+	Dir        string // a scratch directory that lives as long as the server; removed after Stop
+}
+
+// Addr returns Target's host and port as host:port.
+func (t Target) Addr() string { return joinHostPort(t.Host, t.Port) }
+
+// URL returns the http base URL of Target, e.g. http://127.0.0.1:8000.
+func (t Target) URL() string { return "http://" + t.Addr() }
+
+// Launch is how to start one server and how to tell when it is ready.
+type Launch struct {
+	// Argv is the server's command line. Argv[0] is looked up on PATH (the PATH in the server's
+	// environment when server.env sets one). An empty Argv means there is no process to start:
+	// the server is already running at BaseURL (engine: endpoint).
+	Argv []string
+	// Env holds environment variables for the server on top of the runner's own; server.env
+	// from the experiment overrides them.
+	Env map[string]string
+	// BaseURL is the root of the server's HTTP API, with no trailing slash and no /v1.
+	BaseURL string
+	// ReadyPaths are GET paths that must all answer 200, in order, before the server is ready.
+	ReadyPaths []string
+	// VersionPath is a GET path whose JSON object carries the engine version in a "version" (or
+	// "build_info") string; empty when the engine reports none.
+	VersionPath string
+	// ResetPath is a POST path that empties the engine's prefix cache; empty when there is none.
+	// Start probes it once the server is ready, and CanResetCache reports whether it answered.
+	ResetPath string
+	// AfterReady, when set, runs once the ready paths answer and before the server counts as
+	// ready: register and preload a model, warm a cache. Its time counts in the boot time.
+	AfterReady func(ctx context.Context, h *Hook) error
+	// ServedModel, when set, returns the model name requests must use. Without it Start asks
+	// GET /v1/models: the id equal to server.model, else the first id listed, else server.model.
+	ServedModel func(ctx context.Context, h *Hook) (string, error)
+	// Secrets are values to redact from every argv, log line and error the runner shows.
+	Secrets []string
+	// APIKey is sent as a bearer token on every request the runner makes, readiness included.
+	APIKey string
+	// Notes are warnings for the user, e.g. a setting this engine ignores; Start prints them.
+	Notes []string
+}
+
+// Hook gives AfterReady and ServedModel access to the booted server.
+type Hook struct {
+	Engine  string   // the engine name, e.g. ollama
+	BaseURL string   // the server's root URL
+	Model   string   // server.model as configured
+	Env     []string // the server's full environment, for commands that talk to it
+	Dir     string   // the server's scratch directory
+
+	client   *http.Client
+	apiKey   string
+	log      io.Writer // the server log
+	progress io.Writer // the user's progress stream
+}
+
+// Logf writes one progress line, prefixed with the engine name.
+func (h *Hook) Logf(format string, args ...any) {
+	fmt.Fprintf(h.progress, "%s: %s\n", h.Engine, fmt.Sprintf(format, args...))
+}
+
+// Run runs a command with the server's environment, in its own process group, with its output
+// going to the server log. A command that fails returns an error quoting its last output lines.
+func (h *Hook) Run(ctx context.Context, argv ...string) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("%s: run: empty command", h.Engine)
+	}
+	path, err := lookPath(argv[0], h.Env)
+	if err != nil {
+		return fmt.Errorf("%s: run %s: %w", h.Engine, argv[0], err)
+	}
+	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	cmd.Env = h.Env
+	cmd.Dir = h.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	tail := newTail(20)
+	out := &lockedWriter{w: io.MultiWriter(h.log, tail)}
+	cmd.Stdout, cmd.Stderr = out, out
+	fmt.Fprintf(h.log, "[runner] %s\n", strings.Join(argv, " "))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %s: %w%s", h.Engine, strings.Join(argv, " "), err, quoteLines(tail.lines()))
+	}
+	return nil
+}
+
+// Get sends GET path to the server and returns the body of a 2xx answer.
+func (h *Hook) Get(ctx context.Context, path string) ([]byte, error) {
+	return h.do(ctx, http.MethodGet, path, nil)
+}
+
+// Post sends body, encoded as JSON (nil sends no body), to path and returns the body of a 2xx
+// answer.
+func (h *Hook) Post(ctx context.Context, path string, body any) ([]byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: POST %s: encode body: %w", h.Engine, path, err)
+		}
+		r = bytes.NewReader(b)
+	}
+	return h.do(ctx, http.MethodPost, path, r)
+}
+
+func (h *Hook) do(ctx context.Context, method, path string, body io.Reader) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, h.BaseURL+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s %s: %w", h.Engine, method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if h.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+h.apiKey)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s %s: %w", h.Engine, method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s %s: read body: %w", h.Engine, method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return b, fmt.Errorf("%s: %s %s: %s: %s", h.Engine, method, path, resp.Status, excerpt(b, 200))
+	}
+	return b, nil
+}
+
+var (
+	presetsMu sync.RWMutex
+	presets   = map[string]Preset{}
+)
+
+// DefaultEngine is the engine used when server.engine is empty.
+const DefaultEngine = "vllm"
+
+// Register makes a preset available under an engine name. It is meant to be called from an
+// init function and panics when the name is already taken.
+func Register(name string, p Preset) {
+	presetsMu.Lock()
+	defer presetsMu.Unlock()
+	if _, dup := presets[name]; dup {
+		panic("engine: preset " + name + " registered twice")
+	}
+	presets[name] = p
+}
+
+// Engines returns the names of the registered presets, sorted.
+func Engines() []string {
+	presetsMu.RLock()
+	defer presetsMu.RUnlock()
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// lookup returns the preset for an engine name; "" is DefaultEngine.
+func lookup(name string) (Preset, error) {
+	if name == "" {
+		name = DefaultEngine
+	}
+	presetsMu.RLock()
+	p, ok := presets[name]
+	presetsMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown engine %q (known: %s)", name, strings.Join(Engines(), ", "))
+	}
+	return p, nil
+}
