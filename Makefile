@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/runner
 PKGS    := ./...
 
-.PHONY: help build test test-short lint fmt bench
+.PHONY: help build test test-short lint fmt bench ollama
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -26,3 +26,6 @@ fmt: ## format the code
 
 bench: ## run the benchmarks and print their figures
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+ollama: ## build the pinned ollama (real CPU engine) into the user cache; no-op when present
+	.ci/build-ollama.sh

@@ -51,8 +51,10 @@ start=$(date +%s)
 echo "build-ollama: building github.com/ollama/ollama@$version (several minutes on a cold build cache)" >&2
 # go install pkg@version builds outside any module, so the project's go.mod
 # and GOFLAGS do not apply; GOFLAGS is cleared so a -mod setting cannot break it.
+# Release builds stamp the version with -ldflags; without it /api/version
+# answers "0.0.0", and the version is what result manifests record.
 env GOFLAGS= CGO_ENABLED=1 GOBIN="$bindir" \
 	CGO_CPPFLAGS="-I$root/.ci/ollama/include ${CGO_CPPFLAGS:-}" \
-	go install "github.com/ollama/ollama@$version"
+	go install -ldflags "-X github.com/ollama/ollama/version.Version=${version#v}" "github.com/ollama/ollama@$version"
 echo "build-ollama: built in $(($(date +%s) - start))s" >&2
 echo "$bin"
