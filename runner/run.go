@@ -40,6 +40,7 @@ func commands() []command {
 		{"report", "write an HTML report with charts for one or two result folders", cmdReport},
 		{"sim", "serve the simulated vLLM-compatible server", cmdSim},
 		{"version", "print the runner version", cmdVersion},
+		{"tinymodel", "write a tiny random llama GGUF model for engine tests", cmdTinyModel},
 		{"help", "show help for a command", nil},
 	}
 }
