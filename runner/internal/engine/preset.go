@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -35,8 +36,18 @@ type Target struct {
 // Addr returns Target's host and port as host:port.
 func (t Target) Addr() string { return joinHostPort(t.Host, t.Port) }
 
-// URL returns the http base URL of Target, e.g. http://127.0.0.1:8000.
-func (t Target) URL() string { return "http://" + t.Addr() }
+// URL returns the http base URL of Target, e.g. http://127.0.0.1:8000. A server bound to all
+// interfaces (0.0.0.0, ::) is reached on loopback.
+func (t Target) URL() string {
+	host := t.Host
+	switch host {
+	case "0.0.0.0", "":
+		host = "127.0.0.1"
+	case "::", "[::]":
+		host = "::1"
+	}
+	return "http://" + joinHostPort(host, t.Port)
+}
 
 // Launch is how to start one server and how to tell when it is ready.
 type Launch struct {
@@ -81,8 +92,8 @@ type Hook struct {
 
 	client   *http.Client
 	apiKey   string
-	log      io.Writer // the server log
-	progress io.Writer // the user's progress stream
+	log      *serverLog // the server log
+	progress io.Writer  // the user's progress stream
 }
 
 // Logf writes one progress line, prefixed with the engine name.
@@ -101,16 +112,22 @@ func (h *Hook) Run(ctx context.Context, argv ...string) error {
 		return fmt.Errorf("%s: run %s: %w", h.Engine, argv[0], err)
 	}
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	cmd.Env = h.Env
-	cmd.Dir = h.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	tail := newTail(20)
-	out := &lockedWriter{w: io.MultiWriter(h.log, tail)}
+	log := h.log.sibling()
+	out := &lockedWriter{w: io.MultiWriter(log, tail)}
 	cmd.Stdout, cmd.Stderr = out, out
-	fmt.Fprintf(h.log, "[runner] %s\n", strings.Join(argv, " "))
-	if err := cmd.Run(); err != nil {
+	log.note("%s", strings.Join(argv, " "))
+	// Pdeathsig is tied to the starting thread; keep it for as long as the command runs.
+	runtime.LockOSThread()
+	err = cmd.Run()
+	runtime.UnlockOSThread()
+	log.flush()
+	if err != nil {
 		return fmt.Errorf("%s: %s: %w%s", h.Engine, strings.Join(argv, " "), err, quoteLines(tail.lines()))
 	}
 	return nil

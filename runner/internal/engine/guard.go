@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// guardEnv marks a process started by Start as the guard of a server. Its value is
+// "PPID:GRACE_MS": the runner's pid and the stop grace period in milliseconds.
+const guardEnv = "RUNNER_ENGINE_GUARD"
+
+// Why a guard: Linux's parent-death signal (Pdeathsig) reaches only the direct child of the
+// runner, but a server is a tree of processes (vLLM's engine core, sglang's scheduler, a shell
+// script's children). So Start does not run the server directly: it runs the runner's own
+// executable as a guard, in a new process group, with Pdeathsig SIGTERM. The guard runs the
+// server in that same group and waits for it. When the runner stops the server it signals the
+// whole group and the guard just waits for the server to exit. When the guard sees that the
+// runner is gone (a parent-death signal, or its parent pid changed), it ends the whole group:
+// SIGTERM, the grace period, SIGKILL. So no part of a server outlives the runner, even when the
+// runner is killed with SIGKILL or crashes.
+//
+// The guard is entered from this package's init, before any main function runs, so that every
+// binary that links this package (the runner, and the test binaries of packages that start
+// servers) can act as one; it never returns from init.
+func init() {
+	v, ok := os.LookupEnv(guardEnv)
+	if !ok {
+		return
+	}
+	os.Exit(guardMain(v, os.Args[1:]))
+}
+
+// guardMain runs args[0] (a resolved path) with args[1:] as its argv and returns the exit
+// status to leave with.
+func guardMain(spec string, args []string) int {
+	ppidText, graceText, _ := strings.Cut(spec, ":")
+	ppid, err1 := strconv.Atoi(ppidText)
+	graceMS, err2 := strconv.Atoi(graceText)
+	if err1 != nil || err2 != nil || len(args) < 2 {
+		os.Stderr.WriteString("runner guard: bad invocation\n")
+		return 2
+	}
+	grace := time.Duration(graceMS) * time.Millisecond
+	if os.Getppid() != ppid {
+		return 1 // the runner died before the server could start
+	}
+	os.Unsetenv(guardEnv)
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+
+	cmd := &exec.Cmd{Path: args[0], Args: args[1:], Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	done := make(chan error, 1)
+	go func() {
+		// As in Start: the thread that starts the child must live as long as the child.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			done <- err
+			return
+		}
+		done <- cmd.Wait()
+	}()
+
+	orphaned := func() bool { return os.Getppid() != ppid }
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if cmd.ProcessState == nil {
+				os.Stderr.WriteString("runner guard: cannot start " + args[0] + ": " + err.Error() + "\n")
+				return 127
+			}
+			return exitCodeOf(cmd.ProcessState)
+		case <-sigs:
+			// A signal with the runner alive is the runner stopping the whole group: the server
+			// got it too, and the guard waits for it to exit.
+			if orphaned() {
+				return endGroup(grace)
+			}
+		case <-tick.C:
+			if orphaned() {
+				return endGroup(grace)
+			}
+		}
+	}
+}
+
+// endGroup ends the guard's process group after the runner died: SIGTERM, then SIGKILL to
+// whatever is left after the grace period. Nothing is written to stdout or stderr here: their
+// reader, the runner, is gone.
+func endGroup(grace time.Duration) int {
+	pgid := syscall.Getpgrp()
+	self := os.Getpid()
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if others(groupMembers(pgid), self) == 0 {
+			return 1
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL) // the guard too
+	return 1
+}
+
+// others counts the pids that are not self.
+func others(pids []int, self int) int {
+	n := 0
+	for _, p := range pids {
+		if p != self {
+			n++
+		}
+	}
+	return n
+}
+
+// exitCodeOf maps a process state to an exit status: its own, or 128+N for signal N, as a
+// shell reports it.
+func exitCodeOf(st *os.ProcessState) int {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// hintInfo is what a hint may mention besides the matched log text.
+type hintInfo struct {
+	Engine string
+	Host   string
+	Port   int
+}
+
+// hintRule recognises one known failure in a server's log and says what to change.
+type hintRule struct {
+	name string
+	re   *regexp.Regexp
+	text func(m []string, in hintInfo) string
+}
+
+// hintRules are tried on every log line, and reported in this order.
+var hintRules = []hintRule{
+	{
+		// vLLM refuses bfloat16 below compute capability 8.0 (Tesla T4 is 7.5, V100 7.0).
+		name: "bf16",
+		re:   regexp.MustCompile(`Bfloat16 is only supported on GPUs with compute capability of at least [0-9.]+\.(?: Your (.+?) GPU has compute capability ([0-9.]+))?`),
+		text: func(m []string, _ hintInfo) string {
+			gpu := "this GPU"
+			if m[1] != "" {
+				gpu = fmt.Sprintf("this GPU (%s, compute capability %s)", m[1], m[2])
+			}
+			return gpu + " has no bf16: set server.dtype: half"
+		},
+	},
+	{
+		// vLLM V0: "The model's max seq len (32768) is larger than the maximum number of tokens
+		// that can be stored in KV cache (7344)".
+		name: "kv-cache",
+		re:   regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`),
+		text: func(m []string, _ hintInfo) string {
+			return fmt.Sprintf("the KV cache holds %s tokens, less than max_model_len %s: lower server.max_model_len to at most %s, or give the KV cache more memory (--gpu-memory-utilization in server.args)", m[2], m[1], m[2])
+		},
+	},
+	{
+		// vLLM V1: "... Based on the available memory, the estimated maximum model length is
+		// 5632."
+		name: "kv-cache",
+		re:   regexp.MustCompile(`(?:max seq len \((\d+)\).*)?estimated maximum model length is (\d+)`),
+		text: func(m []string, _ hintInfo) string {
+			of := ""
+			if m[1] != "" {
+				of = " " + m[1]
+			}
+			return fmt.Sprintf("the KV cache is too small for max_model_len%s: lower server.max_model_len to at most %s, or give the KV cache more memory (--gpu-memory-utilization in server.args)", of, m[2])
+		},
+	},
+	{
+		name: "kv-cache",
+		re:   regexp.MustCompile(`No available memory for the cache blocks`),
+		text: func([]string, hintInfo) string {
+			return "no GPU memory is left for the KV cache: raise --gpu-memory-utilization in server.args, lower server.max_model_len, or use a smaller model"
+		},
+	},
+	{
+		name: "oom",
+		re:   regexp.MustCompile(`CUDA out of memory|OutOfMemoryError|CUDA error: out of memory`),
+		text: func([]string, hintInfo) string {
+			return "the GPU ran out of memory: lower gpu memory use (--gpu-memory-utilization in server.args), lower server.max_model_len, or use a smaller model"
+		},
+	},
+	{
+		// Python's "[Errno 98] ... address already in use", Go's "bind: address already in
+		// use", llama-server's "couldn't bind HTTP server socket".
+		name: "port",
+		re:   regexp.MustCompile(`(?i)address already in use|\[Errno 98\]|couldn't bind HTTP server socket`),
+		text: func(_ []string, in hintInfo) string { return portHint(in.Host, in.Port) },
+	},
+	{
+		// argparse: "vllm serve: error: unrecognized arguments: --foo 1".
+		name: "args",
+		re:   regexp.MustCompile(`error: unrecognized arguments: (.+)`),
+		text: func(m []string, in hintInfo) string {
+			return fmt.Sprintf("%s does not know the argument(s) %s: fix server.args (compare with the installed version's --help)", in.Engine, strings.TrimSpace(m[1]))
+		},
+	},
+	{
+		// argparse: "error: argument --dtype: invalid choice: 'bf16' (choose from ...)".
+		name: "args",
+		re:   regexp.MustCompile(`error: argument (\S+?): (.+)`),
+		text: func(m []string, in hintInfo) string {
+			return fmt.Sprintf("%s rejected %s (%s): fix the setting in the experiment's server section", in.Engine, m[1], strings.TrimSpace(m[2]))
+		},
+	},
+	{
+		// llama.cpp's common argument parser: "error: invalid argument: --foo".
+		name: "args",
+		re:   regexp.MustCompile(`error: invalid argument: (\S+)`),
+		text: func(m []string, in hintInfo) string {
+			return fmt.Sprintf("%s does not know the argument %s: fix server.args (compare with the installed version's --help)", in.Engine, m[1])
+		},
+	},
+	{
+		name: "model",
+		re:   regexp.MustCompile(`is not a local folder and is not a valid model identifier|Repository Not Found|failed to load model|error loading model`),
+		text: func([]string, hintInfo) string {
+			return "the server could not load the model: check server.model (a local path or a model id the server can fetch)"
+		},
+	},
+}
+
+// hintScanner watches log lines and remembers the first match of each known failure.
+type hintScanner struct {
+	mu    sync.Mutex
+	info  hintInfo
+	found map[string]string // rule name -> hint text
+}
+
+func newHintScanner(info hintInfo) *hintScanner {
+	return &hintScanner{info: info, found: map[string]string{}}
+}
+
+// scan checks one log line.
+func (h *hintScanner) scan(line string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range hintRules {
+		if _, done := h.found[r.name]; done {
+			continue
+		}
+		if m := r.re.FindStringSubmatch(line); m != nil {
+			h.found[r.name] = r.text(m, h.info)
+		}
+	}
+}
+
+// hint returns the hints found so far, most specific first, joined by "; "; empty when none.
+func (h *hintScanner) hint() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range hintRules {
+		if t, ok := h.found[r.name]; ok && !seen[r.name] {
+			seen[r.name] = true
+			out = append(out, t)
+		}
+	}
+	// Running out of memory is what a too-small KV cache amounts to; say it once.
+	if seen["kv-cache"] && seen["oom"] {
+		out = removeHint(out, h.found["oom"])
+	}
+	return strings.Join(out, "; ")
+}
+
+func removeHint(hs []string, h string) []string {
+	out := hs[:0]
+	for _, x := range hs {
+		if x != h {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// HintFor returns the hint for a server log, given as lines, as Start would report it for
+// engine listening on host:port; empty when no known failure appears.
+func HintFor(engine, host string, port int, lines []string) string {
+	h := newHintScanner(hintInfo{Engine: engine, Host: host, Port: port})
+	for _, l := range lines {
+		h.scan(l)
+	}
+	return h.hint()
+}
+
+// portHint says what to do about a port another process holds.
+func portHint(host string, port int) string {
+	return fmt.Sprintf("port %d on %s is taken by another process: stop that process, or set server.port: 0 to let the runner pick a free port", port, host)
+}

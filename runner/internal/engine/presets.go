@@ -1,0 +1,226 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+)
+
+func init() {
+	Register("vllm", vllmPreset)
+	Register("sglang", sglangPreset)
+	Register("llama.cpp", llamaCppPreset)
+	Register("command", commandPreset)
+	Register("sim", simPreset)
+	Register("endpoint", endpointPreset)
+}
+
+// vllmPreset runs vLLM's OpenAI-compatible server: `vllm serve MODEL`, or, with
+// server.entrypoint: api_server, `python -m vllm.entrypoints.openai.api_server --model MODEL`
+// for installs older than the vllm command. It sets VLLM_SERVER_DEV_MODE=1, which the prefix
+// cache reset (POST /reset_prefix_cache) needs; server.env may turn it off again.
+func vllmPreset(srv experiment.Server, t Target) (*Launch, error) {
+	if srv.Model == "" {
+		return nil, errors.New("server.model is required")
+	}
+	var argv []string
+	switch srv.Entrypoint {
+	case "", "serve":
+		argv = []string{"vllm", "serve", srv.Model}
+	case "api_server":
+		argv = []string{"python", "-m", "vllm.entrypoints.openai.api_server", "--model", srv.Model}
+	default:
+		return nil, fmt.Errorf("server.entrypoint %q: want serve or api_server", srv.Entrypoint)
+	}
+	if srv.Dtype != "" {
+		argv = append(argv, "--dtype", srv.Dtype)
+	}
+	if srv.MaxModelLen > 0 {
+		argv = append(argv, "--max-model-len", strconv.Itoa(srv.MaxModelLen))
+	}
+	argv = append(argv, "--host", t.Host, "--port", strconv.Itoa(t.Port))
+	argv = append(argv, srv.Args...)
+	return &Launch{
+		Argv:        argv,
+		Env:         map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
+		BaseURL:     t.URL(),
+		ReadyPaths:  []string{"/health", "/v1/models"},
+		VersionPath: "/version",
+		ResetPath:   "/reset_prefix_cache",
+		APIKey:      apiKey(srv),
+		Notes:       ignored(srv, "vllm", "command", "ready_path", "url"),
+	}, nil
+}
+
+// sglangPreset runs `python -m sglang.launch_server --model-path M --host H --port P`, with
+// --dtype and --context-length from server.dtype and server.max_model_len. SGLang's /health
+// answers 503 until its warm-up is done.
+func sglangPreset(srv experiment.Server, t Target) (*Launch, error) {
+	if srv.Model == "" {
+		return nil, errors.New("server.model is required")
+	}
+	argv := []string{"python", "-m", "sglang.launch_server", "--model-path", srv.Model,
+		"--host", t.Host, "--port", strconv.Itoa(t.Port)}
+	if srv.Dtype != "" {
+		argv = append(argv, "--dtype", srv.Dtype)
+	}
+	if srv.MaxModelLen > 0 {
+		argv = append(argv, "--context-length", strconv.Itoa(srv.MaxModelLen))
+	}
+	argv = append(argv, srv.Args...)
+	return &Launch{
+		Argv:        argv,
+		BaseURL:     t.URL(),
+		ReadyPaths:  []string{"/health", "/v1/models"},
+		VersionPath: "/get_server_info",
+		ResetPath:   "/flush_cache",
+		APIKey:      apiKey(srv),
+		Notes:       ignored(srv, "sglang", "entrypoint", "command", "ready_path", "url"),
+	}, nil
+}
+
+// llamaCppPreset runs llama.cpp's `llama-server -m MODEL --host H --port P`, with -c from
+// server.max_model_len. /health answers 503 while the model loads. The GGUF file fixes the
+// weights' type, so server.dtype does not apply.
+func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
+	if srv.Model == "" {
+		return nil, errors.New("server.model is required (the path of a GGUF file)")
+	}
+	argv := []string{"llama-server", "-m", srv.Model, "--host", t.Host, "--port", strconv.Itoa(t.Port)}
+	if srv.MaxModelLen > 0 {
+		argv = append(argv, "-c", strconv.Itoa(srv.MaxModelLen))
+	}
+	argv = append(argv, srv.Args...)
+	return &Launch{
+		Argv:        argv,
+		BaseURL:     t.URL(),
+		ReadyPaths:  []string{"/health", "/v1/models"},
+		VersionPath: "/props",
+		APIKey:      apiKey(srv),
+		Notes:       ignored(srv, "llama.cpp", "dtype", "entrypoint", "command", "ready_path", "url"),
+	}, nil
+}
+
+// commandPreset runs any other server from server.command, replacing {host}, {port} and
+// {model} in its arguments and in server.env values, and polls server.ready_path (by default
+// /v1/models).
+func commandPreset(srv experiment.Server, t Target) (*Launch, error) {
+	if len(srv.Command) == 0 {
+		return nil, errors.New("server.command is required: the server's argv, e.g. [my-server, --port, \"{port}\"]")
+	}
+	r := strings.NewReplacer("{host}", t.Host, "{port}", strconv.Itoa(t.Port), "{model}", srv.Model)
+	argv := make([]string, 0, len(srv.Command)+len(srv.Args))
+	for _, a := range srv.Command {
+		argv = append(argv, r.Replace(a))
+	}
+	for _, a := range srv.Args {
+		argv = append(argv, r.Replace(a))
+	}
+	env := map[string]string{}
+	for k, v := range srv.Env {
+		env[k] = r.Replace(v)
+	}
+	ready := srv.ReadyPath
+	if ready == "" {
+		ready = "/v1/models"
+	}
+	if !strings.HasPrefix(ready, "/") {
+		return nil, fmt.Errorf("server.ready_path %q: want a path starting with /", srv.ReadyPath)
+	}
+	l := &Launch{
+		Argv:       argv,
+		Env:        env,
+		BaseURL:    t.URL(),
+		ReadyPaths: []string{ready},
+		APIKey:     apiKey(srv),
+		Notes:      ignored(srv, "command", "dtype", "max_model_len", "entrypoint", "url"),
+	}
+	return l, nil
+}
+
+// simPreset runs the runner's own simulated server, `runner sim --host H --port P
+// [server.args...]`, through the same supervision as a real engine.
+func simPreset(srv experiment.Server, t Target) (*Launch, error) {
+	argv := []string{t.Executable, "sim", "--host", t.Host, "--port", strconv.Itoa(t.Port)}
+	argv = append(argv, srv.Args...)
+	return &Launch{
+		Argv:        argv,
+		BaseURL:     t.URL(),
+		ReadyPaths:  []string{"/health", "/v1/models"},
+		VersionPath: "/version",
+		ResetPath:   "/reset_prefix_cache",
+		APIKey:      apiKey(srv),
+		Notes:       ignored(srv, "sim", "dtype", "max_model_len", "entrypoint", "command", "ready_path", "url"),
+	}, nil
+}
+
+// endpointPreset measures a server that is already running at server.url: nothing is started
+// or stopped. Readiness polls server.ready_path (by default /v1/models).
+func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
+	if srv.URL == "" {
+		return nil, errors.New("server.url is required, e.g. http://127.0.0.1:8000")
+	}
+	u, err := url.Parse(srv.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server.url %q: want an http or https URL such as http://127.0.0.1:8000", srv.URL)
+	}
+	if u.User != nil {
+		return nil, errors.New("server.url must not carry credentials; name the variable that holds the key in server.api_key_env")
+	}
+	base := strings.TrimRight(srv.URL, "/")
+	// The OpenAI convention gives base URLs with /v1; the runner adds /v1 itself.
+	base = strings.TrimSuffix(base, "/v1")
+	ready := srv.ReadyPath
+	if ready == "" {
+		ready = "/v1/models"
+	}
+	if !strings.HasPrefix(ready, "/") {
+		return nil, fmt.Errorf("server.ready_path %q: want a path starting with /", srv.ReadyPath)
+	}
+	key := apiKey(srv)
+	if srv.APIKeyEnv != "" && key == "" {
+		return nil, fmt.Errorf("server.api_key_env names %s, which is not set or empty", srv.APIKeyEnv)
+	}
+	return &Launch{
+		BaseURL:    base,
+		ReadyPaths: []string{ready},
+		APIKey:     key,
+		Notes:      ignored(srv, "endpoint", "dtype", "max_model_len", "args", "env", "entrypoint", "command", "port"),
+	}, nil
+}
+
+// apiKey returns the value of the variable server.api_key_env names, or "".
+func apiKey(srv experiment.Server) string {
+	if srv.APIKeyEnv == "" {
+		return ""
+	}
+	return os.Getenv(srv.APIKeyEnv)
+}
+
+// ignored returns a note for each of the named settings that srv sets although engine does
+// not use it.
+func ignored(srv experiment.Server, engine string, fields ...string) []string {
+	set := map[string]bool{
+		"dtype":         srv.Dtype != "",
+		"max_model_len": srv.MaxModelLen > 0,
+		"args":          len(srv.Args) > 0,
+		"env":           len(srv.Env) > 0,
+		"entrypoint":    srv.Entrypoint != "",
+		"command":       len(srv.Command) > 0,
+		"ready_path":    srv.ReadyPath != "",
+		"url":           srv.URL != "",
+		"port":          srv.Port != 0,
+	}
+	var out []string
+	for _, f := range fields {
+		if set[f] {
+			out = append(out, fmt.Sprintf("server.%s is not used by engine %s; ignoring it", f, engine))
+		}
+	}
+	return out
+}
