@@ -30,6 +30,10 @@ const DefaultAlignment = 32
 // KeyAlignment is the metadata key that overrides the default alignment.
 const KeyAlignment = "general.alignment"
 
+// maxAlignment bounds general.alignment: real files use 32, and a huge value would only make
+// the writer pad with gigabytes of zeros.
+const maxAlignment = 1 << 16
+
 // ValueType is the type tag of a metadata value on disk.
 type ValueType uint32
 
@@ -193,8 +197,8 @@ func (f *File) Alignment() (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("gguf: %s is %T, want uint32", KeyAlignment, v)
 	}
-	if a == 0 || a&(a-1) != 0 {
-		return 0, fmt.Errorf("gguf: %s is %d, want a power of two", KeyAlignment, a)
+	if a == 0 || a&(a-1) != 0 || a > maxAlignment {
+		return 0, fmt.Errorf("gguf: %s is %d, want a power of two up to %d", KeyAlignment, a, maxAlignment)
 	}
 	return int(a), nil
 }
