@@ -3,10 +3,206 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/sim"
 )
 
-// cmdSim is not built yet.
+const simDescription = `
+Serve a simulated vLLM OpenAI-compatible server with an explicit, configurable latency model.
+
+It speaks vLLM's dialect: POST /v1/completions and /v1/chat/completions (streamed or not, with
+stream_options include_usage and continuous_usage_stats, return_token_ids, ignore_eos,
+min_tokens), GET /health, /v1/models, /version, /metrics (vllm:* histograms and counters),
+POST /tokenize and /detokenize, and POST /reset_prefix_cache in dev mode (--dev-mode or
+VLLM_SERVER_DEV_MODE=1). Text comes from a toy tokenizer (vocabulary words and single
+characters) and is generated deterministically from --seed (or a request's "seed").
+
+Latency model: token k of a request is ready at
+  queue-delay + prefill-per-token * (prompt tokens not in the prefix cache) + decode-per-token * k
+after the request gets a slot (at most --max-num-seqs at once); each delay is scaled by its own
+factor in [1-jitter, 1+jitter] drawn from the seed. A streamed event is sent when its last token
+is ready; --tokens-per-event sets how many tokens each carries ("1", "4", or a cycle "1,3,1"),
+and --split-every N splits the last token of every Nth text event so that one more event, halfway
+to the next token, carries the rest of its text and no new token.
+
+Ground truth: with --stamp, or the request header "X-Sim-Stamp: 1", every streamed chunk carries
+  "sim": {"sent_ns": <Unix ns just before the write>, "event": i, "tokens": n, "completion_tokens": c}
+
+Faults, for every request (--fault) or one (header "X-Sim-Fault: SPEC"); SPEC is a comma list of
+  crash[@i] hang[@i] abort[@i] truncate[@i] error[@i] error-eof[@i] malformed[@i]
+  status=CODE refuse=OPTION ignore=OPTION
+where i is the index of the streamed data event the fault replaces (default 1). --boot-delay
+keeps the port closed while "loading"; --boot-fail bf16|kv-cache|oom (or --gpu "Tesla T4"
+with --dtype bfloat16) exits 1 after vLLM-like error lines.
+
+Once the port is open it prints "listening on http://HOST:PORT" on stdout; logs go to stderr in
+vLLM's style, ending the start-up with "Application startup complete.". The first interrupt
+shuts down gracefully: in-flight requests get --shutdown-timeout to finish.`
+
+// cmdSim runs the simulated server until ctx ends.
 func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("sim: not implemented yet")
+	fs := newFlagSet("sim", "runner sim [flags] [MODEL]", simDescription, stderr)
+	def := sim.DefaultConfig()
+	var (
+		host            = fs.String("host", "127.0.0.1", "address to listen on")
+		port            = fs.Int("port", 8000, "port to listen on; 0 picks a free one")
+		model           = fs.String("model", def.Model, "model name or path (also the first argument)")
+		served          = fs.String("served-model-name", "", "name requests use and /v1/models lists (default: the model)")
+		maxModelLen     = fs.Int("max-model-len", def.MaxModelLen, "context length: prompt plus max_tokens")
+		seed            = fs.Uint64("seed", def.Seed, "seed for ids, generated text and jitter")
+		dtype           = fs.String("dtype", "auto", "weight dtype, as vLLM's --dtype; only checked against --gpu")
+		gpu             = fs.String("gpu", "", `simulated GPU name, e.g. "Tesla T4" (bfloat16 then fails to boot)`)
+		version         = fs.String("sim-version", def.Version, "version GET /version reports")
+		queueDelay      = fs.Duration("queue-delay", 0, "delay between a request's admission and its prefill")
+		prefill         = fs.Duration("prefill-per-token", 0, "prefill time per prompt token not in the prefix cache")
+		decode          = fs.Duration("decode-per-token", 0, "time per generated token after the first")
+		perEvent        = fs.String("tokens-per-event", "1", `tokens per streamed event: "N" or a cycle like "1,3,1"`)
+		splitEvery      = fs.Int("split-every", 0, "split the last token's text of every Nth text event across two events (0: never)")
+		jitter          = fs.Float64("jitter", 0, "scale each delay by a seeded factor in [1-jitter, 1+jitter]")
+		maxSeqs         = fs.Int("max-num-seqs", 0, "requests generated at once; more wait in a queue (0: no bound)")
+		prefixCaching   = fs.Bool("enable-prefix-caching", true, "cache prompt blocks so a repeated prefix skips prefill")
+		noPrefixCaching = fs.Bool("no-enable-prefix-caching", false, "turn the prefix cache off")
+		blockSize       = fs.Int("block-size", def.BlockSize, "prompt tokens per prefix-cache block")
+		cacheBlocks     = fs.Int("cache-blocks", def.CacheBlocks, "prefix-cache capacity in blocks (least recently used go first)")
+		tokensDetails   = fs.Bool("enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens")
+		eosProb         = fs.Float64("eos-probability", 0, "chance per token (after min_tokens, unless ignore_eos) of ending with EOS")
+		devMode         = fs.Bool("dev-mode", false, "register POST /reset_prefix_cache (also VLLM_SERVER_DEV_MODE=1)")
+		stamp           = fs.Bool("stamp", false, `add the ground-truth "sim" field to every streamed chunk`)
+		faultSpec       = fs.String("fault", "", "faults injected into every request (see above)")
+		errorFormat     = fs.String("error-format", def.ErrorFormat, `error body shape: "flat" (vLLM before 0.10.1) or "nested"`)
+		bootDelay       = fs.Duration("boot-delay", 0, "time before the port opens, like vLLM loading weights")
+		bootFail        = fs.String("boot-fail", "", "fail to boot: bf16, kv-cache or oom")
+		shutdownTimeout = fs.Duration("shutdown-timeout", 5*time.Second, "time in-flight requests get to finish on shutdown")
+	)
+	// vLLM takes the model first (vllm serve MODEL --flags); so does this command.
+	var positional string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		positional, args = args[0], args[1:]
+	}
+	if helped, err := parseFlags(fs, args); helped || err != nil {
+		return err
+	}
+	if positional != "" {
+		if fs.NArg() > 0 {
+			return usageError("sim: want one MODEL argument, got %q and %q", positional, fs.Arg(0))
+		}
+		*model = positional
+	}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		*model = fs.Arg(0)
+	default:
+		return usageError("sim: want at most one MODEL argument, got %d", fs.NArg())
+	}
+	pattern, err := sim.ParsePattern(*perEvent)
+	if err != nil {
+		return usageError("sim: --tokens-per-event: %v", err)
+	}
+	faults, err := sim.ParseFaults(*faultSpec)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if *port < 0 || *port > 65535 {
+		return usageError("sim: --port %d is not a port number", *port)
+	}
+
+	log := &syncWriter{w: stderr}
+	cfg := def
+	cfg.Model = *model
+	cfg.ServedModelName = *served
+	cfg.MaxModelLen = *maxModelLen
+	cfg.Seed = *seed
+	cfg.Dtype = *dtype
+	cfg.GPU = *gpu
+	cfg.Version = *version
+	cfg.QueueDelay = *queueDelay
+	cfg.PrefillPerToken = *prefill
+	cfg.DecodePerToken = *decode
+	cfg.TokensPerEvent = pattern
+	cfg.SplitEvery = *splitEvery
+	cfg.Jitter = *jitter
+	cfg.MaxConcurrency = *maxSeqs
+	cfg.PrefixCaching = *prefixCaching && !*noPrefixCaching
+	cfg.BlockSize = *blockSize
+	cfg.CacheBlocks = *cacheBlocks
+	cfg.PromptTokensDetails = *tokensDetails
+	cfg.EOSProbability = *eosProb
+	cfg.DevMode = *devMode || os.Getenv("VLLM_SERVER_DEV_MODE") == "1"
+	cfg.Stamp = *stamp
+	cfg.Faults = faults
+	cfg.ErrorFormat = *errorFormat
+	cfg.BootDelay = *bootDelay
+	cfg.BootFailure = *bootFail
+	cfg.Log = log
+	cfg.PID = os.Getpid()
+	// The crash fault ends the process the way a dying engine does: at once, mid-stream, with
+	// no graceful shutdown.
+	cfg.Crash = func() { os.Exit(1) }
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+
+	if err := sim.Boot(ctx, cfg); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		var be *sim.BootError
+		if errors.As(err, &be) {
+			return &exitError{code: 1, msg: "runner: sim: " + err.Error()}
+		}
+		return err
+	}
+	srv, err := sim.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return fmt.Errorf("sim: listen: %w", err)
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "listening on %s\n", url)
+	sim.LogReady(cfg, url)
+
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+	served1 := make(chan error, 1)
+	go func() { served1 <- hs.Serve(ln) }()
+	select {
+	case err := <-served1:
+		srv.Close()
+		return fmt.Errorf("sim: serve %s: %w", url, err)
+	case <-ctx.Done():
+	}
+	sim.LogShutdown(cfg)
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		// In-flight requests (a hang fault, a long stream) did not finish in time: cut them.
+		srv.Close()
+		hs.Close()
+	}
+	srv.Close()
+	return nil
+}
+
+// syncWriter serialises writes from the server's goroutines to one writer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -1,0 +1,147 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// FaultKind names a fault the simulator can inject.
+type FaultKind string
+
+// The faults. Stream faults fire just before the data event with index At (0 is the first event
+// of the response; the role chunk, the usage chunk and [DONE] count as events). A non-streaming
+// request has a single event, its body, at index 0.
+const (
+	// FaultCrash ends the process abruptly (Config.Crash), or cuts the connection and leaves the
+	// server dead when run in process.
+	FaultCrash FaultKind = "crash"
+	// FaultHang stops sending and keeps the connection open until the client goes away or the
+	// server closes.
+	FaultHang FaultKind = "hang"
+	// FaultAbort cuts the connection without ending the HTTP response properly.
+	FaultAbort FaultKind = "abort"
+	// FaultTruncate ends the response cleanly but without the rest of the stream or [DONE].
+	FaultTruncate FaultKind = "truncate"
+	// FaultError sends an in-band error event ({"error": {...}}, HTTP status still 200), then
+	// [DONE], as vLLM does when generation fails mid-stream.
+	FaultError FaultKind = "error"
+	// FaultErrorEOF sends the in-band error event and ends the stream without [DONE].
+	FaultErrorEOF FaultKind = "error-eof"
+	// FaultMalformed sends the event with its JSON cut short; the stream then goes on.
+	FaultMalformed FaultKind = "malformed"
+	// FaultStatus answers with HTTP status Arg (e.g. 500, 503) and a vLLM error body instead of
+	// the response.
+	FaultStatus FaultKind = "status"
+	// FaultRefuse answers 400 when the request uses option Arg (e.g. return_token_ids).
+	FaultRefuse FaultKind = "refuse"
+	// FaultIgnore drops option Arg from the request before it is read, as an older server that
+	// does not know it would.
+	FaultIgnore FaultKind = "ignore"
+)
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind FaultKind
+	At   int    // event index for stream faults
+	Arg  string // status code for status; option name for refuse and ignore
+}
+
+// defaultFaultAt is the event a stream fault fires at when the spec gives no @index: the second
+// event, so that the fault falls in the middle of the stream.
+const defaultFaultAt = 1
+
+// ParseFaults parses a comma-separated list of faults, each KIND[@INDEX] or KIND=ARG:
+// "hang@3", "crash", "status=503", "refuse=return_token_ids,error@5". An empty spec is no
+// fault.
+func ParseFaults(spec string) ([]Fault, error) {
+	var out []Fault
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		f, err := parseFault(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func parseFault(s string) (Fault, error) {
+	f := Fault{At: defaultFaultAt}
+	kind, arg, hasArg := strings.Cut(s, "=")
+	kind, at, hasAt := strings.Cut(kind, "@")
+	f.Kind = FaultKind(strings.ToLower(strings.TrimSpace(kind)))
+	if hasArg {
+		f.Arg = strings.TrimSpace(arg)
+	}
+	if hasAt {
+		n, err := strconv.Atoi(strings.TrimSpace(at))
+		if err != nil || n < 0 {
+			return Fault{}, fmt.Errorf("sim: fault %q: event index %q is not a non-negative integer", s, at)
+		}
+		f.At = n
+	}
+	if err := f.validate(); err != nil {
+		return Fault{}, err
+	}
+	if hasAt && !f.Kind.inStream() {
+		return Fault{}, fmt.Errorf("sim: fault %q: %s takes no event index", s, f.Kind)
+	}
+	return f, nil
+}
+
+func (k FaultKind) inStream() bool {
+	switch k {
+	case FaultCrash, FaultHang, FaultAbort, FaultTruncate, FaultError, FaultErrorEOF, FaultMalformed:
+		return true
+	}
+	return false
+}
+
+func (f Fault) validate() error {
+	switch f.Kind {
+	case FaultCrash, FaultHang, FaultAbort, FaultTruncate, FaultError, FaultErrorEOF, FaultMalformed:
+		if f.Arg != "" {
+			return fmt.Errorf("sim: fault %s takes no =argument", f.Kind)
+		}
+		if f.At < 0 {
+			return fmt.Errorf("sim: fault %s: negative event index", f.Kind)
+		}
+	case FaultStatus:
+		n, err := strconv.Atoi(f.Arg)
+		if err != nil || n < 400 || n > 599 {
+			return fmt.Errorf("sim: fault status=%s: want an HTTP error status 400-599", f.Arg)
+		}
+	case FaultRefuse, FaultIgnore:
+		if f.Arg == "" {
+			return fmt.Errorf("sim: fault %s needs an option name, e.g. %s=return_token_ids", f.Kind, f.Kind)
+		}
+	default:
+		return fmt.Errorf("sim: unknown fault %q (want crash, hang, abort, truncate, error, error-eof, malformed, status=CODE, refuse=OPTION, ignore=OPTION)", f.Kind)
+	}
+	return nil
+}
+
+// String formats f the way ParseFaults reads it.
+func (f Fault) String() string {
+	switch {
+	case f.Arg != "":
+		return string(f.Kind) + "=" + f.Arg
+	case f.Kind.inStream():
+		return string(f.Kind) + "@" + strconv.Itoa(f.At)
+	}
+	return string(f.Kind)
+}
+
+// FormatFaults is the inverse of ParseFaults.
+func FormatFaults(fs []Fault) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.String()
+	}
+	return strings.Join(parts, ",")
+}

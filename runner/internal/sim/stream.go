@@ -1,0 +1,416 @@
+package sim
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Chunk and response bodies, field for field and in vLLM's order. vLLM serialises completions
+// chunks with every field (nulls included) and chat chunks with only the fields it set, so the
+// two APIs differ in which null keys appear; these types reproduce that.
+
+type usageFull struct {
+	PromptTokens        int            `json:"prompt_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	PromptTokensDetails *tokensDetails `json:"prompt_tokens_details"`
+}
+
+type usageSet struct {
+	PromptTokens        int            `json:"prompt_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	PromptTokensDetails *tokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type tokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type cmplChunk struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []cmplChoice `json:"choices"`
+	Usage   *usageFull   `json:"usage"`
+}
+
+type cmplChoice struct {
+	Index          int       `json:"index"`
+	Text           string    `json:"text"`
+	Logprobs       *struct{} `json:"logprobs"`
+	FinishReason   *string   `json:"finish_reason"`
+	StopReason     *string   `json:"stop_reason"`
+	PromptTokenIDs []int     `json:"prompt_token_ids"`
+	TokenIDs       []int     `json:"token_ids"`
+}
+
+type cmplUsageChunk struct {
+	ID      string     `json:"id"`
+	Object  string     `json:"object"`
+	Created int64      `json:"created"`
+	Model   string     `json:"model"`
+	Choices []struct{} `json:"choices"`
+	Usage   usageSet   `json:"usage"`
+}
+
+type chatChunk struct {
+	ID             string          `json:"id"`
+	Object         string          `json:"object"`
+	Created        int64           `json:"created"`
+	Model          string          `json:"model"`
+	Choices        []chatChoice    `json:"choices"`
+	Usage          *usageSet       `json:"usage,omitempty"`
+	PromptTokenIDs json.RawMessage `json:"prompt_token_ids,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Delta        chatDelta       `json:"delta"`
+	Logprobs     *struct{}       `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+	StopReason   json.RawMessage `json:"stop_reason,omitempty"`
+	TokenIDs     json.RawMessage `json:"token_ids,omitempty"`
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type cmplResponse struct {
+	ID                string           `json:"id"`
+	Object            string           `json:"object"`
+	Created           int64            `json:"created"`
+	Model             string           `json:"model"`
+	Choices           []cmplRespChoice `json:"choices"`
+	ServiceTier       *string          `json:"service_tier"`
+	SystemFingerprint *string          `json:"system_fingerprint"`
+	Usage             usageFull        `json:"usage"`
+	KVTransferParams  *struct{}        `json:"kv_transfer_params"`
+}
+
+type cmplRespChoice struct {
+	Index          int       `json:"index"`
+	Text           string    `json:"text"`
+	Logprobs       *struct{} `json:"logprobs"`
+	FinishReason   string    `json:"finish_reason"`
+	StopReason     *string   `json:"stop_reason"`
+	TokenIDs       []int     `json:"token_ids"`
+	PromptLogprobs *struct{} `json:"prompt_logprobs"`
+	PromptTokenIDs []int     `json:"prompt_token_ids"`
+}
+
+type chatResponse struct {
+	ID                string           `json:"id"`
+	Object            string           `json:"object"`
+	Created           int64            `json:"created"`
+	Model             string           `json:"model"`
+	Choices           []chatRespChoice `json:"choices"`
+	ServiceTier       *string          `json:"service_tier"`
+	SystemFingerprint *string          `json:"system_fingerprint"`
+	Usage             usageFull        `json:"usage"`
+	PromptLogprobs    *struct{}        `json:"prompt_logprobs"`
+	PromptTokenIDs    []int            `json:"prompt_token_ids"`
+	KVTransferParams  *struct{}        `json:"kv_transfer_params"`
+}
+
+type chatRespChoice struct {
+	Index        int            `json:"index"`
+	Message      chatMessageOut `json:"message"`
+	Logprobs     *struct{}      `json:"logprobs"`
+	FinishReason string         `json:"finish_reason"`
+	StopReason   *string        `json:"stop_reason"`
+	TokenIDs     []int          `json:"token_ids"`
+}
+
+type chatMessageOut struct {
+	Role             string     `json:"role"`
+	Content          string     `json:"content"`
+	Refusal          *string    `json:"refusal"`
+	Annotations      *struct{}  `json:"annotations"`
+	Audio            *struct{}  `json:"audio"`
+	FunctionCall     *struct{}  `json:"function_call"`
+	ToolCalls        []struct{} `json:"tool_calls"`
+	ReasoningContent *string    `json:"reasoning_content"`
+}
+
+// stamp is the ground-truth field added to streamed chunks on request.
+type stamp struct {
+	SentNS           int64 `json:"sent_ns"`           // wall clock, Unix nanoseconds, just before the write
+	Event            int   `json:"event"`             // the event's index in the response
+	Tokens           int   `json:"tokens"`            // new tokens this event carries
+	CompletionTokens int   `json:"completion_tokens"` // tokens generated so far
+}
+
+// item kinds of a stream.
+const (
+	itemRole = iota
+	itemText
+	itemUsage
+	itemDone
+)
+
+type item struct {
+	kind int
+	at   time.Duration
+	ev   *genEvent
+	last bool
+}
+
+// items lays out every event of a streamed response in order.
+func (rc *requestCtx) items(p plan) []item {
+	var its []item
+	if rc.chat {
+		its = append(its, item{kind: itemRole, at: p.events[0].at})
+	}
+	for i := range p.events {
+		its = append(its, item{kind: itemText, at: p.events[i].at, ev: &p.events[i], last: i == len(p.events)-1})
+	}
+	if rc.includeUsage {
+		its = append(its, item{kind: itemUsage, at: p.lastAt()})
+	}
+	return append(its, item{kind: itemDone, at: p.lastAt()})
+}
+
+// stream writes a streamed response, event by event, each at its planned time.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, p plan, start time.Time) {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	var firstText time.Time
+	inserted := false
+	for i, it := range rc.items(p) {
+		if !s.sleepUntil(r, start.Add(it.at)) {
+			s.met.finished(requestTimes{finish: "abort", generated: tokensBefore(p, it)})
+			abort()
+		}
+		if !inserted && s.cache != nil {
+			s.cache.insert(rc.promptIDs)
+			inserted = true
+		}
+		malformed := false
+		for _, f := range rc.faults {
+			if !f.Kind.inStream() || f.At != i {
+				continue
+			}
+			switch f.Kind {
+			case FaultCrash:
+				s.crash()
+			case FaultHang:
+				s.hang(r)
+			case FaultAbort:
+				abort()
+			case FaultTruncate:
+				return
+			case FaultError, FaultErrorEOF:
+				s.write(w, flusher, rc, i, 0, tokensBefore(p, it), s.streamError(400, "BadRequestError",
+					"injected fault: generation failed in the middle of the stream"), false)
+				if f.Kind == FaultError {
+					s.writeRaw(w, flusher, []byte("data: [DONE]\n\n"))
+				}
+				return
+			case FaultMalformed:
+				malformed = true
+			}
+		}
+		switch it.kind {
+		case itemDone:
+			s.writeRaw(w, flusher, []byte("data: [DONE]\n\n"))
+		default:
+			tokens := 0
+			if it.ev != nil {
+				tokens = len(it.ev.ids)
+			}
+			if !s.write(w, flusher, rc, i, tokens, tokensBefore(p, it), s.chunk(rc, p, it), malformed) {
+				s.met.finished(requestTimes{finish: "abort", generated: tokensBefore(p, it)})
+				return
+			}
+			if it.kind == itemText && firstText.IsZero() && it.ev.text != "" {
+				firstText = time.Now()
+			}
+		}
+	}
+	if firstText.IsZero() {
+		firstText = time.Now()
+	}
+	s.finishTimes(rc, p, start, firstText, time.Now())
+}
+
+// tokensBefore returns the completion tokens generated when it is sent.
+func tokensBefore(p plan, it item) int {
+	switch {
+	case it.ev != nil:
+		return it.ev.tokens
+	case it.kind == itemRole:
+		return 0
+	}
+	return len(p.ids)
+}
+
+// write sends one data event, stamped when asked; malformed cuts its JSON short instead.
+func (s *Server) write(w http.ResponseWriter, f http.Flusher, rc *requestCtx, index, tokens, total int, payload []byte, malformed bool) bool {
+	if malformed {
+		payload = payload[:len(payload)/2]
+	} else if rc.stamp {
+		st := stamp{Event: index, Tokens: tokens, CompletionTokens: total}
+		st.SentNS = s.now().UnixNano()
+		payload = append(payload[:len(payload)-1:len(payload)-1], (`,"sim":` + string(marshal(st)) + "}")...)
+	}
+	buf := make([]byte, 0, len(payload)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, payload...)
+	buf = append(buf, "\n\n"...)
+	return s.writeRaw(w, f, buf)
+}
+
+func (s *Server) writeRaw(w http.ResponseWriter, f http.Flusher, b []byte) bool {
+	if _, err := w.Write(b); err != nil {
+		return false
+	}
+	if f != nil {
+		f.Flush()
+	}
+	return true
+}
+
+// chunk encodes one stream event as vLLM would.
+func (s *Server) chunk(rc *requestCtx, p plan, it item) []byte {
+	model := s.cfg.servedName()
+	prompt := len(rc.promptIDs)
+	completion := tokensBefore(p, it)
+	var finish *string
+	if it.last {
+		finish = &p.finish
+	}
+	if !rc.chat {
+		if it.kind == itemUsage {
+			return marshal(cmplUsageChunk{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model,
+				Choices: []struct{}{}, Usage: s.finalUsage(rc, p)})
+		}
+		ch := cmplChoice{Text: it.ev.text, FinishReason: finish}
+		if rc.returnTokenIDs {
+			ch.TokenIDs = it.ev.ids
+			if it.ev == &p.events[0] {
+				ch.PromptTokenIDs = rc.promptIDs
+			}
+		}
+		c := cmplChunk{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model, Choices: []cmplChoice{ch}}
+		if rc.continuous {
+			c.Usage = &usageFull{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
+		}
+		return marshal(c)
+	}
+	c := chatChunk{ID: rc.id, Object: "chat.completion.chunk", Created: rc.created, Model: model}
+	if rc.continuous && it.kind != itemUsage {
+		c.Usage = &usageSet{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
+	}
+	switch it.kind {
+	case itemRole:
+		empty := ""
+		c.Choices = []chatChoice{{Delta: chatDelta{Role: "assistant", Content: &empty}}}
+		c.PromptTokenIDs = json.RawMessage("null")
+		if rc.returnTokenIDs {
+			c.PromptTokenIDs = marshal(rc.promptIDs)
+		}
+	case itemUsage:
+		c.Choices = []chatChoice{}
+		u := s.finalUsage(rc, p)
+		c.Usage = &u
+	default:
+		text := it.ev.text
+		ch := chatChoice{Delta: chatDelta{Content: &text}, FinishReason: finish, TokenIDs: json.RawMessage("null")}
+		if rc.returnTokenIDs {
+			ch.TokenIDs = marshal(it.ev.ids)
+		}
+		if it.last {
+			ch.StopReason = json.RawMessage("null")
+		}
+		c.Choices = []chatChoice{ch}
+	}
+	return marshal(c)
+}
+
+// finalUsage is the usage of the final usage chunk.
+func (s *Server) finalUsage(rc *requestCtx, p plan) usageSet {
+	u := usageSet{PromptTokens: len(rc.promptIDs), CompletionTokens: len(p.ids)}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	if s.cfg.PromptTokensDetails {
+		u.PromptTokensDetails = &tokensDetails{CachedTokens: rc.cachedTokens}
+	}
+	return u
+}
+
+// respond writes a non-streamed response once the whole output is ready. Stream faults fire on
+// its single event, whatever their index.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, rc *requestCtx, p plan, start time.Time) {
+	if !s.sleepUntil(r, start.Add(p.lastAt())) {
+		s.met.finished(requestTimes{finish: "abort"})
+		abort()
+	}
+	if s.cache != nil {
+		s.cache.insert(rc.promptIDs)
+	}
+	body := s.responseBody(rc, p)
+	for _, f := range rc.faults {
+		switch f.Kind {
+		case FaultCrash:
+			s.crash()
+		case FaultHang:
+			s.hang(r)
+		case FaultAbort:
+			abort()
+		case FaultTruncate:
+			// Promise the whole body, send half: the client sees the connection end early.
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(http.StatusOK)
+			w.Write(body[:len(body)/2])
+			return
+		case FaultError, FaultErrorEOF:
+			s.writeError(w, http.StatusInternalServerError, "InternalServerError",
+				"injected fault: generation failed")
+			return
+		case FaultMalformed:
+			body = body[:len(body)/2]
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+	now := time.Now()
+	s.finishTimes(rc, p, start, now, now)
+}
+
+// responseBody encodes a non-streamed response as vLLM would.
+func (s *Server) responseBody(rc *requestCtx, p plan) []byte {
+	text := s.textOf(p.ids)
+	u := usageFull{PromptTokens: len(rc.promptIDs), CompletionTokens: len(p.ids)}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	if s.cfg.PromptTokensDetails {
+		u.PromptTokensDetails = &tokensDetails{CachedTokens: rc.cachedTokens}
+	}
+	var ids, promptIDs []int
+	if rc.returnTokenIDs {
+		ids, promptIDs = p.ids, rc.promptIDs
+	}
+	model := s.cfg.servedName()
+	if !rc.chat {
+		return marshal(cmplResponse{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model,
+			Choices: []cmplRespChoice{{Text: text, FinishReason: p.finish, TokenIDs: ids, PromptTokenIDs: promptIDs}},
+			Usage:   u})
+	}
+	return marshal(chatResponse{ID: rc.id, Object: "chat.completion", Created: rc.created, Model: model,
+		Choices: []chatRespChoice{{
+			Message:      chatMessageOut{Role: "assistant", Content: text, ToolCalls: []struct{}{}},
+			FinishReason: p.finish, TokenIDs: ids,
+		}},
+		Usage: u, PromptTokenIDs: promptIDs})
+}
