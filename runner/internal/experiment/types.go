@@ -19,6 +19,8 @@ type Experiment struct {
 
 	Path   string // the file it was loaded from
 	Source []byte // the file's bytes, as read
+
+	pos map[string]pos // field path → where it was written; nil for an experiment built in code
 }
 
 // Server is how to reach or boot the inference server.

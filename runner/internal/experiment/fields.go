@@ -1,0 +1,331 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Engines lists the server.engine values, the default first.
+var Engines = []string{"vllm", "sglang", "llamacpp", "ollama", "command", "sim", "endpoint"}
+
+// Defaults applied to what an experiment file leaves out. They are part of each config's content,
+// so a value given explicitly and equal to its default gives the same config id.
+const (
+	DefaultEngine         = "vllm"
+	DefaultAPI            = "completions"
+	DefaultRepetitions    = 10
+	DefaultWarmup         = 1
+	DefaultCache          = "reset"
+	DefaultOrder          = "sequential"
+	DefaultRequestTimeout = 5 * time.Minute
+	DefaultReadyTimeout   = 10 * time.Minute // engines that boot a server, but sim
+	DefaultSimTimeout     = 30 * time.Second // sim: ready_timeout
+	DefaultEndpointWait   = 30 * time.Second // endpoint: how long to wait for it to answer
+	DefaultHost           = "127.0.0.1"
+	DefaultEntrypoint     = "serve"
+	DefaultReadyPath      = "/v1/models"
+	DefaultSimModel       = "sim-model"
+)
+
+// kind is the type of a scalar field.
+type kind int
+
+const (
+	kindString kind = iota
+	kindInt
+	kindNumber
+	kindBool
+	kindDuration
+)
+
+// field is one scalar field of the swept part of an experiment: it can be set in the file and,
+// when axis is true, swept by a matrix axis. The same table decodes the file, checks axis values
+// and applies them to configs.
+type field struct {
+	path     string   // dotted, e.g. request.max_tokens
+	kind     kind     //
+	enum     []string // allowed values of a string field
+	min, max float64  // bounds of a numeric field, when hasMin/hasMax
+	hasMin   bool
+	hasMax   bool
+	check    func(string) string // extra check of a string value; returns a problem or ""
+	axis     bool                // can be swept
+	set      func(c *Config, v any)
+	isSet    func(c *Config) bool
+}
+
+// short is the field's name without its section, used in labels: max_tokens.
+func (f *field) short() string {
+	return f.path[strings.LastIndex(f.path, ".")+1:]
+}
+
+var (
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+)
+
+// maxNameLen bounds an experiment name, which becomes part of result paths.
+const maxNameLen = 64
+
+// fields is the table of scalar fields, in the order the schema and the README list them.
+var fields = []*field{
+	{path: "server.engine", kind: kindString, enum: Engines, axis: true,
+		set: func(c *Config, v any) { c.Server.Engine = v.(string) }, isSet: func(c *Config) bool { return c.Server.Engine != "" }},
+	{path: "server.model", kind: kindString, axis: true,
+		set: func(c *Config, v any) { c.Server.Model = v.(string) }, isSet: func(c *Config) bool { return c.Server.Model != "" }},
+	{path: "server.dtype", kind: kindString, enum: []string{"auto", "half", "float16", "bfloat16", "float", "float32"}, axis: true,
+		set: func(c *Config, v any) { c.Server.Dtype = v.(string) }, isSet: func(c *Config) bool { return c.Server.Dtype != "" }},
+	{path: "server.max_model_len", kind: kindInt, hasMin: true, min: 1, axis: true,
+		set: func(c *Config, v any) { c.Server.MaxModelLen = v.(int) }, isSet: func(c *Config) bool { return c.Server.MaxModelLen != 0 }},
+	{path: "server.ready_timeout", kind: kindDuration, axis: true,
+		set: func(c *Config, v any) { c.Server.ReadyTimeout = v.(time.Duration) }, isSet: func(c *Config) bool { return c.Server.ReadyTimeout != 0 }},
+	{path: "server.host", kind: kindString, axis: true,
+		set: func(c *Config, v any) { c.Server.Host = v.(string) }, isSet: func(c *Config) bool { return c.Server.Host != "" }},
+	{path: "server.port", kind: kindInt, hasMin: true, min: 0, hasMax: true, max: 65535, axis: true,
+		set: func(c *Config, v any) { c.Server.Port = v.(int) }, isSet: func(c *Config) bool { return c.Server.Port != 0 }},
+	{path: "server.url", kind: kindString, check: checkURL, axis: true,
+		set: func(c *Config, v any) { c.Server.URL = v.(string) }, isSet: func(c *Config) bool { return c.Server.URL != "" }},
+	{path: "server.api_key_env", kind: kindString, check: checkEnvName, axis: true,
+		set: func(c *Config, v any) { c.Server.APIKeyEnv = v.(string) }, isSet: func(c *Config) bool { return c.Server.APIKeyEnv != "" }},
+	{path: "server.entrypoint", kind: kindString, enum: []string{"serve", "api_server"}, axis: true,
+		set: func(c *Config, v any) { c.Server.Entrypoint = v.(string) }, isSet: func(c *Config) bool { return c.Server.Entrypoint != "" }},
+	{path: "server.ready_path", kind: kindString, check: checkURLPath, axis: true,
+		set: func(c *Config, v any) { c.Server.ReadyPath = v.(string) }, isSet: func(c *Config) bool { return c.Server.ReadyPath != "" }},
+
+	{path: "request.api", kind: kindString, enum: []string{"completions", "chat"}, axis: true,
+		set: func(c *Config, v any) { c.Request.API = v.(string) }, isSet: func(c *Config) bool { return c.Request.API != "" }},
+	{path: "request.prompt", kind: kindString, axis: true,
+		set: func(c *Config, v any) { c.Request.Prompt = v.(string) }, isSet: func(c *Config) bool { return c.Request.Prompt != "" }},
+	{path: "request.prompt_name", kind: kindString, axis: true,
+		set: func(c *Config, v any) { c.Request.PromptName = v.(string) }, isSet: func(c *Config) bool { return c.Request.PromptName != "" }},
+	{path: "request.prompt_tokens", kind: kindInt, hasMin: true, min: 1, axis: true,
+		set: func(c *Config, v any) { c.Request.PromptTokens = v.(int) }, isSet: func(c *Config) bool { return c.Request.PromptTokens != 0 }},
+	{path: "request.max_tokens", kind: kindInt, hasMin: true, min: 1, axis: true,
+		set: func(c *Config, v any) { c.Request.MaxTokens = v.(int) }, isSet: func(c *Config) bool { return c.Request.MaxTokens != 0 }},
+	{path: "request.ignore_eos", kind: kindBool, axis: true,
+		set: func(c *Config, v any) { b := v.(bool); c.Request.IgnoreEOS = &b }, isSet: func(c *Config) bool { return c.Request.IgnoreEOS != nil }},
+	{path: "request.min_tokens", kind: kindInt, hasMin: true, min: 0, axis: true,
+		set: func(c *Config, v any) { i := v.(int); c.Request.MinTokens = &i }, isSet: func(c *Config) bool { return c.Request.MinTokens != nil }},
+	{path: "request.temperature", kind: kindNumber, hasMin: true, min: 0, axis: true,
+		set: func(c *Config, v any) { f := v.(float64); c.Request.Temperature = &f }, isSet: func(c *Config) bool { return c.Request.Temperature != nil }},
+	{path: "request.seed", kind: kindInt, axis: true,
+		set: func(c *Config, v any) { i := v.(int); c.Request.Seed = &i }, isSet: func(c *Config) bool { return c.Request.Seed != nil }},
+
+	{path: "repetitions", kind: kindInt, hasMin: true, min: 1,
+		set: func(c *Config, v any) { c.Repetitions = v.(int) }, isSet: func(c *Config) bool { return c.Repetitions != 0 }},
+	{path: "warmup", kind: kindInt, hasMin: true, min: 0,
+		set: func(c *Config, v any) { c.Warmup = v.(int) }, isSet: func(c *Config) bool { return c.Warmup != 0 }},
+	{path: "cache", kind: kindString, enum: []string{"reset", "keep"}, axis: true,
+		set: func(c *Config, v any) { c.Cache = v.(string) }, isSet: func(c *Config) bool { return c.Cache != "" }},
+	{path: "timeouts.request", kind: kindDuration,
+		set: func(c *Config, v any) { c.Timeouts.Request = v.(time.Duration) }, isSet: func(c *Config) bool { return c.Timeouts.Request != 0 }},
+}
+
+// fieldByPath finds a scalar field by its dotted path.
+func fieldByPath(path string) *field {
+	for _, f := range fields {
+		if f.path == path {
+			return f
+		}
+	}
+	return nil
+}
+
+// axisPaths lists the paths that can be matrix axes, in table order.
+func axisPaths() []string {
+	var out []string
+	for _, f := range fields {
+		if f.axis {
+			out = append(out, f.path)
+		}
+	}
+	return out
+}
+
+// AxisPaths returns the dotted paths of the fields a matrix axis can sweep.
+func AxisPaths() []string { return axisPaths() }
+
+// normalize checks a value for the field and converts it to the Go type its setter takes:
+// string, int, float64, bool or time.Duration. It returns a problem instead when the value does
+// not fit.
+func (f *field) normalize(v any) (any, string) {
+	switch f.kind {
+	case kindString:
+		s, ok := v.(string)
+		if !ok {
+			return nil, "must be a string, not " + describeValue(v)
+		}
+		if s == "" {
+			return nil, "must not be empty"
+		}
+		if f.enum != nil && !slices.Contains(f.enum, s) {
+			return nil, fmt.Sprintf("must be one of %s, not %q%s", strings.Join(f.enum, ", "), s, suggest(s, f.enum))
+		}
+		if f.check != nil {
+			if msg := f.check(s); msg != "" {
+				return nil, msg
+			}
+		}
+		return s, ""
+	case kindInt:
+		var i int
+		switch n := v.(type) {
+		case int:
+			i = n
+		case int64:
+			if n < math.MinInt || n > math.MaxInt {
+				return nil, "is out of range"
+			}
+			i = int(n)
+		case int32:
+			i = int(n)
+		default:
+			return nil, "must be an integer, not " + describeValue(v)
+		}
+		if msg := f.bounds(float64(i)); msg != "" {
+			return nil, msg
+		}
+		return i, ""
+	case kindNumber:
+		var x float64
+		switch n := v.(type) {
+		case int:
+			x = float64(n)
+		case int64:
+			x = float64(n)
+		case int32:
+			x = float64(n)
+		case float64:
+			x = n
+		default:
+			return nil, "must be a number, not " + describeValue(v)
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, "must be a finite number"
+		}
+		if msg := f.bounds(x); msg != "" {
+			return nil, msg
+		}
+		return x, ""
+	case kindBool:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, "must be true or false, not " + describeValue(v)
+		}
+		return b, ""
+	case kindDuration:
+		var d time.Duration
+		switch x := v.(type) {
+		case time.Duration:
+			d = x
+		case string:
+			var err error
+			d, err = time.ParseDuration(x)
+			if err != nil {
+				return nil, fmt.Sprintf("must be a duration such as \"30s\" or \"10m\", not %q", x)
+			}
+		case int, int64, float64:
+			return nil, fmt.Sprintf("must be a duration with a unit, such as \"%vs\", not a bare number", x)
+		default:
+			return nil, "must be a duration such as \"30s\" or \"10m\", not " + describeValue(v)
+		}
+		if d <= 0 {
+			return nil, "must be a positive duration"
+		}
+		return d, ""
+	}
+	return nil, "has an unknown type"
+}
+
+// bounds checks a number against the field's bounds.
+func (f *field) bounds(x float64) string {
+	switch {
+	case f.hasMin && f.hasMax && (x < f.min || x > f.max):
+		return fmt.Sprintf("must be between %g and %g, not %g", f.min, f.max, x)
+	case f.hasMin && x < f.min:
+		return fmt.Sprintf("must be at least %g, not %g", f.min, x)
+	case f.hasMax && x > f.max:
+		return fmt.Sprintf("must be at most %g, not %g", f.max, x)
+	}
+	return ""
+}
+
+func checkURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("must be an http or https URL such as http://127.0.0.1:8000, not %q", s)
+	}
+	if u.User != nil {
+		return "must not carry credentials; name an environment variable in server.api_key_env instead"
+	}
+	return ""
+}
+
+func checkEnvName(s string) string {
+	if !envNameRE.MatchString(s) {
+		return fmt.Sprintf("must be the name of an environment variable (letters, digits, _), not %q", s)
+	}
+	return ""
+}
+
+func checkURLPath(s string) string {
+	if !strings.HasPrefix(s, "/") {
+		return fmt.Sprintf("must be a URL path starting with /, not %q", s)
+	}
+	return ""
+}
+
+// formatValue renders an axis value as text: 64, 0.7, true, half, 30s.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return fmt.Sprintf("%v", x)
+	case time.Duration:
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+// suggest returns ` (did you mean "x"?)` when one of the candidates is close to s, or "".
+func suggest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(s), strings.ToLower(c))
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := max(2, len(s)/3)
+	if bestD >= 0 && bestD <= limit && bestD < len(s) {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
