@@ -208,9 +208,10 @@ func (x *expander) expand() []Config {
 	return cfgs
 }
 
-// shorten keeps long values (literal prompts) readable in labels.
+// shorten keeps long values (literal prompts) readable in labels: one line, at most n runes.
 func shorten(s string) string {
 	const n = 24
+	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-3]) + "..."
 	}
@@ -425,8 +426,8 @@ var appliesTo = []struct {
 	{"server.api_key_env", []string{"endpoint"}},
 	{"server.entrypoint", []string{"vllm"}},
 	{"server.command", []string{"command"}},
-	{"server.ready_path", []string{"command"}},
-	{"server.dtype", []string{"vllm", "sglang", "sim"}},
+	{"server.ready_path", []string{"command", "endpoint"}},
+	{"server.dtype", []string{"vllm", "sglang"}},
 	{"server.host", bootEngines},
 	{"server.port", bootEngines},
 	{"server.args", bootEngines},
@@ -492,7 +493,7 @@ func (x *expander) resolve(c *Config, src map[string]string) bool {
 		switch {
 		case !set["server.command"]:
 			missing("server.command", "server", "is required for engine command%s", about("server.engine"))
-		case c.Server.Port == 0 && !slices.ContainsFunc(c.Server.Command, func(a string) bool { return strings.Contains(a, "{port}") }):
+		case c.Server.Port == 0 && !slices.ContainsFunc(append(slices.Clone(c.Server.Command), c.Server.Args...), func(a string) bool { return strings.Contains(a, "{port}") }):
 			x.errorf(src["server.command"], "must pass the port with a {port} placeholder, or server.port must be set%s", about("server.engine", "server.port"))
 		}
 	}
@@ -603,7 +604,7 @@ func applyDefaults(c *Config) {
 	if s.Entrypoint == "" && s.Engine == "vllm" {
 		s.Entrypoint = DefaultEntrypoint
 	}
-	if s.ReadyPath == "" && s.Engine == "command" {
+	if s.ReadyPath == "" && (s.Engine == "command" || s.Engine == "endpoint") {
 		s.ReadyPath = DefaultReadyPath
 	}
 	if s.Model == "" && s.Engine == "sim" {
