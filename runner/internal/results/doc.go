@@ -1,0 +1,38 @@
+// Package results writes and reads result folders, the versioned contract that diffs and
+// reports are built on.
+//
+// A run writes one new folder, results/<experiment>/<UTC time>-<6 hex digits>/, and never
+// overwrites an existing one. It holds:
+//
+//	manifest.json   what was run, where and how; status running|complete|interrupted|failed
+//	configs.csv     one row per config, its axis values as columns
+//	requests.csv    one row per request, warm-up rows included, every metric
+//	events.csv      one row per streamed event
+//	outputs.jsonl   the generated text of each request
+//	errors.jsonl    the error text of each failed request
+//	servers.csv     one row per server boot: boot time, exit status, log file
+//	summary.csv     per config and metric: n, min, median, p95, p99, max, mean, stddev, CI
+//	logs/           the servers' own logs
+//
+// Every file carries FormatVersion (a schema_version column or field), and readers refuse a
+// version they do not know. Rows are appended and flushed as each request completes, so a
+// crash loses at most the request in flight; Resume finishes such a folder, dropping a torn last
+// line and any rows of a request that was not completely written.
+package results
+
+// FormatVersion is the version of the result folder format that this package writes and reads.
+const FormatVersion = 1
+
+// The files of a result folder.
+const (
+	ManifestFile = "manifest.json"
+	ConfigsFile  = "configs.csv"
+	RequestsFile = "requests.csv"
+	EventsFile   = "events.csv"
+	OutputsFile  = "outputs.jsonl"
+	ErrorsFile   = "errors.jsonl"
+	ServersFile  = "servers.csv"
+	SummaryFile  = "summary.csv"
+	LogsDir      = "logs"
+	lockFile     = ".lock"
+)

@@ -1,0 +1,195 @@
+package results
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+)
+
+// Status is the state of a result folder.
+type Status string
+
+// The states of a result folder.
+const (
+	// StatusRunning: a process is writing the folder. A folder whose manifest says running
+	// but whose writer is gone reads as StatusInterrupted.
+	StatusRunning Status = "running"
+	// StatusComplete: every planned request was sent and recorded.
+	StatusComplete Status = "complete"
+	// StatusInterrupted: the run stopped early (a signal, a crash); Resume can finish it.
+	StatusInterrupted Status = "interrupted"
+	// StatusFailed: the run gave up (for example, no server would boot).
+	StatusFailed Status = "failed"
+)
+
+// Manifest is manifest.json: what was run, where, how, and how it ended.
+type Manifest struct {
+	SchemaVersion int    `json:"schema_version"`
+	Status        Status `json:"status"`
+
+	Runner     RunnerInfo     `json:"runner"`
+	Command    []string       `json:"command,omitempty"` // the runner's own argv, secrets redacted
+	Experiment ExperimentFile `json:"experiment"`
+	// Configs are the expanded configs, as the experiment package types them, with secret
+	// environment values and arguments redacted.
+	Configs []experiment.Config `json:"configs"`
+	Servers []ServerInfo        `json:"servers"`
+	Machine Machine             `json:"machine"`
+	Process Process             `json:"process"`
+
+	Start   time.Time   `json:"start_time"`
+	End     *time.Time  `json:"end_time,omitempty"`
+	Resumes []time.Time `json:"resume_times,omitempty"` // when each resume began
+}
+
+// RunnerInfo identifies the runner build that wrote a folder.
+type RunnerInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+}
+
+// ExperimentFile is a copy of the experiment file a run was started from.
+type ExperimentFile struct {
+	Name   string `json:"name"`
+	Path   string `json:"path,omitempty"`
+	SHA256 string `json:"sha256"`
+	Source string `json:"source"`
+}
+
+// Process identifies the process that last wrote a folder, for people reading the manifest.
+type Process struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host,omitempty"`
+}
+
+// SHA256 returns the hex SHA-256 of b, as the manifest records the experiment file's.
+func SHA256(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// CheckExperiment reports whether source is the experiment file the folder was written from,
+// which a resume must insist on.
+func (m *Manifest) CheckExperiment(source []byte) error {
+	if got := SHA256(source); got != m.Experiment.SHA256 {
+		return fmt.Errorf("the experiment file has changed since the run began (sha256 %s, the folder has %s)",
+			got[:12], short(m.Experiment.SHA256))
+	}
+	return nil
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// writeManifest replaces dir/manifest.json atomically: it writes a temporary file beside it,
+// syncs it and renames it over the old one, so a reader sees the old or the new manifest,
+// never half of one.
+func writeManifest(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	return writeAtomic(dir, ManifestFile, append(b, '\n'))
+}
+
+// writeAtomic replaces dir/name with data through a temporary file and a rename.
+func writeAtomic(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir makes a rename in dir durable where the platform allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// ReadManifest reads dir/manifest.json. It refuses a schema_version it does not know. The
+// status is as written; Open reports a running folder whose writer is gone as interrupted.
+func ReadManifest(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("%s: no %s: not a result folder", dir, ManifestFile)
+		}
+		return nil, err
+	}
+	return decodeManifest(b, path)
+}
+
+func decodeManifest(b []byte, path string) (*Manifest, error) {
+	var head struct {
+		Version json.RawMessage `json:"schema_version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if head.Version == nil {
+		return nil, fmt.Errorf("%s: no schema_version field: not a result manifest of this format", path)
+	}
+	if v := string(bytes.TrimSpace(head.Version)); v != fmt.Sprint(FormatVersion) {
+		return nil, &VersionError{File: path, Version: v}
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch m.Status {
+	case StatusRunning, StatusComplete, StatusInterrupted, StatusFailed:
+	default:
+		return nil, fmt.Errorf("%s: unknown status %q", path, m.Status)
+	}
+	return &m, nil
+}
+
+// redactConfigs returns copies of configs whose server environment and arguments have their
+// secrets redacted.
+func redactConfigs(configs []experiment.Config) []experiment.Config {
+	out := make([]experiment.Config, len(configs))
+	for i, c := range configs {
+		c.Server.Env = RedactEnv(c.Server.Env)
+		if c.Server.Args != nil {
+			c.Server.Args = RedactArgs(c.Server.Args)
+		}
+		if c.Server.Command != nil {
+			c.Server.Command = RedactArgs(c.Server.Command)
+		}
+		out[i] = c
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/record"
+)
+
+// RequestID returns the stable, readable id of a request: "<config id>-<seq>".
+func RequestID(configID string, seq int) string { return configID + "-" + strconv.Itoa(seq) }
+
+type req = record.Request
+
+// requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
+// with six decimals; a nil value is an empty cell.
+var requestsTable = &table[req]{file: RequestsFile, cols: []column[req]{
+	{Column: Column{"request_id", KindString}, derived: true,
+		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
+		check: checkRequestID},
+	strCol("config_id", func(r *req) *string { return &r.ConfigID }),
+	strCol("server_id", func(r *req) *string { return &r.ServerID }),
+	intCol("seq", func(r *req) *int { return &r.Seq }),
+	typedStrCol("phase", func(r *req) *record.Phase { return &r.Phase }),
+	intCol("rep", func(r *req) *int { return &r.Rep }),
+	{Column: Column{"warmup", KindBool}, derived: true,
+		get: func(r *req) string { return formatBool(r.Phase != record.PhaseMeasure) }},
+	timeCol("start_time", func(r *req) *time.Time { return &r.Start }),
+	typedStrCol("status", func(r *req) *record.Status { return &r.Status }),
+	typedStrCol("error_class", func(r *req) *record.ErrorClass { return &r.ErrorClass }),
+	zeroIsMissingIntCol("http_status", func(r *req) *int { return &r.HTTPStatus }),
+	boolCol("conn_reused", func(r *req) *bool { return &r.ConnReused }),
+	msCol("wrote_request_ms", func(r *req) **time.Duration { return &r.WroteRequest }),
+	msCol("first_byte_ms", func(r *req) **time.Duration { return &r.FirstByte }),
+	msCol("ttft_ms", func(r *req) **time.Duration { return &r.TTFT }),
+	msCol("last_text_ms", func(r *req) **time.Duration { return &r.LastText }),
+	msCol("e2e_ms", func(r *req) **time.Duration { return &r.E2E }),
+	msCol("tpot_event_ms", func(r *req) **time.Duration { return &r.TPOTEvent }),
+	msCol("tpot_token_ms", func(r *req) **time.Duration { return &r.TPOTToken }),
+	boolCol("tpot_token_exact", func(r *req) *bool { return &r.TPOTTokenExact }),
+	msCol("itl_median_ms", func(r *req) **time.Duration { return &r.ITLMedian }),
+	msCol("itl_max_ms", func(r *req) **time.Duration { return &r.ITLMax }),
+	intCol("events", func(r *req) *int { return &r.Events }),
+	intCol("text_events", func(r *req) *int { return &r.TextEvents }),
+	optIntCol("output_tokens", func(r *req) **int { return &r.OutputTokens }),
+	typedStrCol("output_tokens_source", func(r *req) *record.TokenSource { return &r.TokenSource }),
+	optIntCol("tokens_from_ids", func(r *req) **int { return &r.TokensFromIDs }),
+	optIntCol("tokens_from_usage", func(r *req) **int { return &r.TokensFromUsage }),
+	optIntCol("tokens_from_tokenize", func(r *req) **int { return &r.TokensFromTokenize }),
+	optIntCol("tokens_from_tiktoken", func(r *req) **int { return &r.TokensFromTiktoken }),
+	strCol("tiktoken_encoding", func(r *req) *string { return &r.TiktokenEncoding }),
+	optIntCol("prompt_tokens_requested", func(r *req) **int { return &r.PromptTokensRequested }),
+	optIntCol("prompt_tokens_reported", func(r *req) **int { return &r.PromptTokensReported }),
+	intCol("max_tokens", func(r *req) *int { return &r.MaxTokens }),
+	strCol("finish_reason", func(r *req) *string { return &r.FinishReason }),
+	boolCol("continuous_usage", func(r *req) *bool { return &r.ContinuousUsage }),
+	boolCol("return_token_ids", func(r *req) *bool { return &r.ReturnTokenIDs }),
+	strCol("cache", func(r *req) *string { return &r.Cache }),
+	boolCol("cache_reset", func(r *req) *bool { return &r.CacheReset }),
+}}
+
+// RequestColumns returns the columns of requests.csv in file order.
+func RequestColumns() []Column { return requestsTable.Columns() }
+
+// NewRequestEncoder returns an encoder of requests.csv rows. It writes every field of a
+// record.Request except EventList (events.csv), OutputText (outputs.jsonl) and Error
+// (errors.jsonl).
+func NewRequestEncoder(w io.Writer) *Encoder[record.Request] {
+	return &Encoder[record.Request]{w: w, t: requestsTable}
+}
+
+// NewRequestScanner returns a scanner of requests.csv rows read from r; name is the file name
+// that errors carry. Records have no EventList, OutputText or Error: LoadRequests joins those.
+func NewRequestScanner(r io.Reader, name string) *Scanner[record.Request] {
+	return newCSVScanner(r, name, requestsTable, nil)
+}
+
+// checkRequestID verifies that a request_id cell agrees with config_id and seq.
+func checkRequestID(r *record.Request, cell string) error {
+	id, err := unescapeCell(cell)
+	if err != nil {
+		return err
+	}
+	if want := RequestID(r.ConfigID, r.Seq); id != want {
+		return fmt.Errorf("request_id %q does not match config_id and seq (%q)", id, want)
+	}
+	return nil
+}

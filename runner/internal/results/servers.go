@@ -1,0 +1,52 @@
+package results
+
+import (
+	"io"
+	"time"
+)
+
+// ServerInfo describes one boot of one server config: what ran, how long it took to become
+// ready, and how it ended. SetServer records it in servers.csv and in the manifest; Argv and
+// Error are kept in the manifest only.
+type ServerInfo struct {
+	ServerID      string `json:"server_id"`
+	Resume        int    `json:"resume"` // 0 for the first run of the folder, n for its nth resume; set by the folder
+	Engine        string `json:"engine"`
+	EngineVersion string `json:"engine_version,omitempty"`
+	Model         string `json:"model,omitempty"`
+	// Argv is the exact command line (with secrets redacted: SetServer redacts it again).
+	Argv        []string  `json:"argv,omitempty"`
+	BootStart   time.Time `json:"boot_start_time"`
+	BootSeconds *float64  `json:"boot_s,omitempty"`      // nil when it never became ready
+	ExitCode    *int      `json:"exit_code,omitempty"`   // nil while running or when killed by a signal
+	ExitSignal  string    `json:"exit_signal,omitempty"` // e.g. "terminated", when a signal ended it
+	LogFile     string    `json:"log_file,omitempty"`    // path of its log inside the folder
+	Error       string    `json:"error,omitempty"`       // why it failed to boot or died, in full
+}
+
+var serversTable = &table[ServerInfo]{file: ServersFile, cols: []column[ServerInfo]{
+	strCol("server_id", func(s *ServerInfo) *string { return &s.ServerID }),
+	intCol("resume", func(s *ServerInfo) *int { return &s.Resume }),
+	strCol("engine", func(s *ServerInfo) *string { return &s.Engine }),
+	strCol("engine_version", func(s *ServerInfo) *string { return &s.EngineVersion }),
+	strCol("model", func(s *ServerInfo) *string { return &s.Model }),
+	timeCol("boot_start_time", func(s *ServerInfo) *time.Time { return &s.BootStart }),
+	optFloatCol("boot_s", 6, func(s *ServerInfo) **float64 { return &s.BootSeconds }),
+	optIntCol("exit_code", func(s *ServerInfo) **int { return &s.ExitCode }),
+	strCol("exit_signal", func(s *ServerInfo) *string { return &s.ExitSignal }),
+	strCol("log_file", func(s *ServerInfo) *string { return &s.LogFile }),
+}}
+
+// ServerColumns returns the columns of servers.csv in file order.
+func ServerColumns() []Column { return serversTable.Columns() }
+
+// NewServerEncoder returns an encoder of servers.csv rows.
+func NewServerEncoder(w io.Writer) *Encoder[ServerInfo] {
+	return &Encoder[ServerInfo]{w: w, t: serversTable}
+}
+
+// NewServerScanner returns a scanner of servers.csv rows read from r; name is the file name that
+// errors carry. Records have no Argv or Error: those are in the manifest.
+func NewServerScanner(r io.Reader, name string) *Scanner[ServerInfo] {
+	return newCSVScanner(r, name, serversTable, nil)
+}

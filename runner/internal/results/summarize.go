@@ -1,0 +1,246 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/stats"
+)
+
+// Metric is one per-request figure that summaries describe.
+type Metric struct {
+	Name  string // the summary's metric name, unit included: ttft_ms, output_tokens, ...
+	Unit  string // "ms" or "count"
+	value func(*record.Request) (float64, bool)
+}
+
+func msOf(get func(*record.Request) *time.Duration) func(*record.Request) (float64, bool) {
+	return func(r *record.Request) (float64, bool) {
+		if d := get(r); d != nil {
+			return float64(*d) / 1e6, true
+		}
+		return 0, false
+	}
+}
+
+// metrics lists the summarised metrics in the order summaries show them.
+var metrics = []Metric{
+	{"ttft_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.TTFT })},
+	{"tpot_event_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.TPOTEvent })},
+	{"tpot_token_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.TPOTToken })},
+	{"e2e_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.E2E })},
+	{"itl_median_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.ITLMedian })},
+	{"output_tokens", "count", func(r *record.Request) (float64, bool) {
+		if r.OutputTokens != nil {
+			return float64(*r.OutputTokens), true
+		}
+		return 0, false
+	}},
+	{"text_events", "count", func(r *record.Request) (float64, bool) { return float64(r.TextEvents), true }},
+}
+
+// Metrics returns the summarised metrics in order.
+func Metrics() []Metric { return append([]Metric(nil), metrics...) }
+
+// SummaryRow is one row of summary.csv: one metric of one config, over its measured requests.
+type SummaryRow struct {
+	ConfigIndex int    // the config's position in the expansion, -1 if the manifest lacks it
+	ConfigID    string //
+	ServerID    string //
+	Label       string //
+	Metric      string // a Metric name
+	NFailed     int    // measured requests of the config that failed
+	NMissing    int    // successful measured requests without this metric (e.g. tpot_* with one text event)
+	stats.Summary
+}
+
+var summaryTable = &table[SummaryRow]{file: SummaryFile, cols: []column[SummaryRow]{
+	intCol("config_index", func(s *SummaryRow) *int { return &s.ConfigIndex }),
+	strCol("config_id", func(s *SummaryRow) *string { return &s.ConfigID }),
+	strCol("server_id", func(s *SummaryRow) *string { return &s.ServerID }),
+	strCol("label", func(s *SummaryRow) *string { return &s.Label }),
+	strCol("metric", func(s *SummaryRow) *string { return &s.Metric }),
+	intCol("n", func(s *SummaryRow) *int { return &s.N }),
+	intCol("n_failed", func(s *SummaryRow) *int { return &s.NFailed }),
+	intCol("n_missing", func(s *SummaryRow) *int { return &s.NMissing }),
+	floatCol("min", 6, func(s *SummaryRow) *float64 { return &s.Min }),
+	floatCol("median", 6, func(s *SummaryRow) *float64 { return &s.Median }),
+	floatCol("p95", 6, func(s *SummaryRow) *float64 { return &s.P95 }),
+	floatCol("p99", 6, func(s *SummaryRow) *float64 { return &s.P99 }),
+	floatCol("max", 6, func(s *SummaryRow) *float64 { return &s.Max }),
+	floatCol("mean", 6, func(s *SummaryRow) *float64 { return &s.Mean }),
+	floatCol("stddev", 6, func(s *SummaryRow) *float64 { return &s.Stddev }),
+	floatCol("median_ci_low", 6, func(s *SummaryRow) *float64 { return &s.MedianCILow }),
+	floatCol("median_ci_high", 6, func(s *SummaryRow) *float64 { return &s.MedianCIHigh }),
+	floatCol("median_ci_level", 6, func(s *SummaryRow) *float64 { return &s.MedianCILevel }),
+	listCol("warnings", func(s *SummaryRow) *[]string { return &s.Warnings }),
+}}
+
+// SummaryColumns returns the columns of summary.csv in file order.
+func SummaryColumns() []Column { return summaryTable.Columns() }
+
+// NewSummaryEncoder returns an encoder of summary.csv rows. Values are written with six
+// decimals; NaN (undefined) is an empty cell; warnings are joined with "; ".
+func NewSummaryEncoder(w io.Writer) *Encoder[SummaryRow] {
+	return &Encoder[SummaryRow]{w: w, t: summaryTable}
+}
+
+// NewSummaryScanner returns a scanner of summary.csv rows read from r; name is the file name
+// that errors carry. A missing value reads as NaN.
+func NewSummaryScanner(r io.Reader, name string) *Scanner[SummaryRow] {
+	return newCSVScanner(r, name, summaryTable, nil)
+}
+
+// WriteSummary writes rows as summary.csv: a header, then the rows.
+func WriteSummary(w io.Writer, rows []SummaryRow) error {
+	e := NewSummaryEncoder(w)
+	if err := e.WriteHeader(); err != nil {
+		return err
+	}
+	for i := range rows {
+		if err := e.Encode(&rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Summarize describes each config's measured requests, one row per config and metric, configs
+// in expansion order (then any config the list lacks, in order of first appearance) and metrics
+// in Metrics order. It leaves out warm-up rows, the first request after a boot (phase first)
+// and failed rows, and counts the failed ones in NFailed. Warnings say what the numbers rest on:
+// too few samples, failures, estimated token counts, disagreeing token counts.
+func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow {
+	type group struct {
+		row  SummaryRow
+		reqs []*record.Request
+	}
+	var order []*group
+	byID := map[string]*group{}
+	sorted := append([]experiment.Config(nil), configs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
+	for _, c := range sorted {
+		if byID[c.ID] != nil {
+			continue
+		}
+		g := &group{row: SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}}
+		byID[c.ID] = g
+		order = append(order, g)
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		g := byID[r.ConfigID]
+		if g == nil {
+			g = &group{row: SummaryRow{ConfigIndex: -1, ConfigID: r.ConfigID, ServerID: r.ServerID, Label: r.ConfigID}}
+			byID[r.ConfigID] = g
+			order = append(order, g)
+		}
+		g.reqs = append(g.reqs, r)
+	}
+
+	var out []SummaryRow
+	for _, g := range order {
+		var ok []*record.Request
+		var failed, measured int
+		for _, r := range g.reqs {
+			if r.Phase != record.PhaseMeasure {
+				continue
+			}
+			measured++
+			if r.Status != record.StatusOK {
+				failed++
+				continue
+			}
+			ok = append(ok, r)
+		}
+		var common []string
+		if failed > 0 {
+			common = append(common, fmt.Sprintf("%d of %d measured requests failed", failed, measured))
+		}
+		for _, m := range metrics {
+			row := g.row
+			row.Metric = m.Name
+			row.NFailed = failed
+			var xs []float64
+			for _, r := range ok {
+				if v, has := m.value(r); has {
+					xs = append(xs, v)
+				} else {
+					row.NMissing++
+				}
+			}
+			row.Summary = stats.Summarize(xs)
+			row.Warnings = append(append([]string(nil), common...), row.Warnings...)
+			if row.NMissing > 0 {
+				row.Warnings = append(row.Warnings, fmt.Sprintf("%d successful requests have no %s", row.NMissing, m.Name))
+			}
+			row.Warnings = append(row.Warnings, metricWarnings(m.Name, ok)...)
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// metricWarnings says what a metric's values rest on, where that is worth knowing.
+func metricWarnings(metric string, ok []*record.Request) []string {
+	var w []string
+	switch metric {
+	case "tpot_token_ms":
+		var est, n int
+		for _, r := range ok {
+			if r.TPOTToken != nil {
+				n++
+				if !r.TPOTTokenExact {
+					est++
+				}
+			}
+		}
+		if est > 0 {
+			w = append(w, fmt.Sprintf("%d of %d values estimated from (output tokens − 1) without per-event token counts", est, n))
+		}
+	case "output_tokens":
+		sources := map[record.TokenSource]int{}
+		var disagree int
+		for _, r := range ok {
+			if r.OutputTokens != nil {
+				sources[r.TokenSource]++
+			}
+			seen := map[int]bool{}
+			for _, p := range []*int{r.TokensFromIDs, r.TokensFromUsage, r.TokensFromTokenize} {
+				if p != nil {
+					seen[*p] = true
+				}
+			}
+			if len(seen) > 1 {
+				disagree++
+			}
+		}
+		if len(sources) > 1 {
+			var parts []string
+			for s, n := range sources {
+				name := string(s)
+				if name == "" {
+					name = "unknown"
+				}
+				parts = append(parts, fmt.Sprintf("%s %d", name, n))
+			}
+			sort.Strings(parts)
+			w = append(w, "counts come from several sources: "+strings.Join(parts, ", "))
+		} else if sources[record.SourceTiktoken] > 0 {
+			w = append(w, "counts are tiktoken approximations, not the model's tokenizer")
+		}
+		if disagree > 0 {
+			w = append(w, fmt.Sprintf("%d requests have token counts that disagree between ids, usage and /tokenize", disagree))
+		}
+	}
+	return w
+}
+
+// isMissing reports whether a summary value is undefined.
+func isMissing(f float64) bool { return math.IsNaN(f) }

@@ -1,0 +1,507 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a CSV column, as an analysis tool should load it.
+type Kind string
+
+// The column kinds. A missing value is an empty cell in every kind.
+const (
+	KindInt    Kind = "int"       // a decimal integer
+	KindFloat  Kind = "float"     // a decimal number, always written with a decimal point
+	KindBool   Kind = "bool"      // true or false
+	KindString Kind = "string"    // text, escaped so that it holds no line break
+	KindTime   Kind = "timestamp" // RFC 3339 in UTC with nine fractional digits
+)
+
+// Column describes one column of a result file.
+type Column struct {
+	Name string
+	Kind Kind
+}
+
+// column binds a Column to a field of the row type T.
+type column[T any] struct {
+	Column
+	get func(*T) string
+	set func(*T, string) error
+	// derived columns are written for the reader's convenience and skipped when decoding,
+	// except that check, if set, verifies the cell against the decoded row.
+	derived bool
+	check   func(*T, string) error
+}
+
+// table is the ordered column list of one CSV file. Its first column is always
+// schema_version, which the table writes and checks itself.
+type table[T any] struct {
+	file string
+	cols []column[T]
+}
+
+// Columns returns the file's columns in order, schema_version first.
+func (t *table[T]) Columns() []Column {
+	out := []Column{{Name: "schema_version", Kind: KindInt}}
+	for _, c := range t.cols {
+		out = append(out, c.Column)
+	}
+	return out
+}
+
+func (t *table[T]) header() []string {
+	var h []string
+	for _, c := range t.Columns() {
+		h = append(h, c.Name)
+	}
+	return h
+}
+
+func (t *table[T]) row(v *T) []string {
+	out := make([]string, 0, len(t.cols)+1)
+	out = append(out, strconv.Itoa(FormatVersion))
+	for _, c := range t.cols {
+		out = append(out, c.get(v))
+	}
+	return out
+}
+
+// encodeCSV renders records as CSV lines, one line per record.
+func encodeCSV(records ...[]string) []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.WriteAll(records) // writing to a bytes.Buffer cannot fail
+	return buf.Bytes()
+}
+
+// Encoder writes the rows of one result file as CSV to an io.Writer, the header before the
+// first row. Each Encode is one Write call on the underlying writer.
+type Encoder[T any] struct {
+	w      io.Writer
+	t      *table[T]
+	headed bool
+}
+
+// WriteHeader writes the header row, if it has not been written yet. Encode calls it; it is
+// exported for files that must exist with a header before their first row.
+func (e *Encoder[T]) WriteHeader() error {
+	if e.headed {
+		return nil
+	}
+	e.headed = true
+	if _, err := e.w.Write(encodeCSV(e.t.header())); err != nil {
+		return fmt.Errorf("write %s header: %w", e.t.file, err)
+	}
+	return nil
+}
+
+// Encode writes one row.
+func (e *Encoder[T]) Encode(v *T) error {
+	if err := e.WriteHeader(); err != nil {
+		return err
+	}
+	if _, err := e.w.Write(encodeCSV(e.t.row(v))); err != nil {
+		return fmt.Errorf("write %s row: %w", e.t.file, err)
+	}
+	return nil
+}
+
+// TornLineError reports a last line without its line break: the writer was killed in the
+// middle of a write. Offset is the byte offset where the torn line starts, the length to which
+// the file can be truncated to drop it.
+type TornLineError struct {
+	File   string
+	Line   int
+	Offset int64
+}
+
+func (e *TornLineError) Error() string {
+	return fmt.Sprintf("%s:%d: torn last line (no line break at end of file): the writer stopped mid-write", e.File, e.Line)
+}
+
+// VersionError reports a file written in a format version this reader does not know.
+type VersionError struct {
+	File    string
+	Line    int // 0 for a whole-file field such as the manifest's
+	Version string
+}
+
+func (e *VersionError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	return fmt.Sprintf("%s: schema_version %s is not supported: this runner reads version %d; use a runner that knows version %s",
+		loc, e.Version, FormatVersion, e.Version)
+}
+
+// lastByteReader remembers the last byte read, to tell whether the input ended with a line
+// break.
+type lastByteReader struct {
+	r    io.Reader
+	last byte
+	any  bool
+	eof  bool
+}
+
+func (l *lastByteReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.last, l.any = p[n-1], true
+	}
+	if err == io.EOF {
+		l.eof = true
+	}
+	return n, err
+}
+
+// torn reports whether the input has ended, and ended without a line break.
+func (l *lastByteReader) torn() bool { return l.eof && l.any && l.last != '\n' }
+
+// Scanner reads the rows of one result file, in the manner of bufio.Scanner: call Scan until it
+// returns false, read each row with Record, then check Err. Errors name the file and line
+// ("requests.csv:17: ttft_ms: ..."). A last line without its line break ends the scan with a
+// *TornLineError, and a schema_version this reader does not know with a *VersionError.
+type Scanner[T any] struct {
+	next func() (T, int, int64, error) // the row, its line, its start offset; io.EOF at the end
+	name string
+
+	rec     T
+	line    int
+	offset  int64
+	err     error
+	done    bool
+	peeked  bool
+	pRec    T
+	pLine   int
+	pOffset int64
+	pErr    error
+	atEOF   func() bool // reports whether the input ended without a line break
+}
+
+// Scan advances to the next row. It returns false at the end of the file or on an error.
+func (s *Scanner[T]) Scan() bool {
+	if s.done {
+		return false
+	}
+	var rec T
+	var line int
+	var off int64
+	var err error
+	if s.peeked {
+		rec, line, off, err = s.pRec, s.pLine, s.pOffset, s.pErr
+		s.peeked = false
+	} else {
+		rec, line, off, err = s.next()
+	}
+	if err == io.EOF {
+		s.done = true
+		return false
+	}
+	// Look one row ahead: only the last row can be torn, and only the end of the input tells.
+	s.pRec, s.pLine, s.pOffset, s.pErr = s.next()
+	s.peeked = true
+	if s.pErr == io.EOF && s.atEOF() {
+		s.done = true
+		s.err = &TornLineError{File: s.name, Line: line, Offset: off}
+		return false
+	}
+	if err != nil {
+		s.done = true
+		s.err = err
+		return false
+	}
+	s.rec, s.line, s.offset = rec, line, off
+	return true
+}
+
+// Record returns the row that the last successful Scan read.
+func (s *Scanner[T]) Record() T { return s.rec }
+
+// Line returns the line number of the row that the last successful Scan read.
+func (s *Scanner[T]) Line() int { return s.line }
+
+// Offset returns the byte offset at which the row that the last successful Scan read starts.
+func (s *Scanner[T]) Offset() int64 { return s.offset }
+
+// Err returns the error that ended the scan, or nil at a clean end of file.
+func (s *Scanner[T]) Err() error { return s.err }
+
+// newCSVScanner returns a scanner of the CSV file name over r with the columns of t.
+func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, []string, []string) error) *Scanner[T] {
+	lb := &lastByteReader{r: r}
+	cr := csv.NewReader(lb)
+	cr.ReuseRecord = false
+	s := &Scanner[T]{name: name}
+	s.atEOF = lb.torn
+
+	var idx []int // file position of each table column
+	var header []string
+	var extraIdx []int // file positions of columns the table does not know
+	headerDone := false
+	versionAt := 0
+	var fatal error // a bad header ends the file for good
+	fail := func(line int, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
+	}
+	readHeader := func(fields []string, line int) error {
+		header = fields
+		pos := map[string]int{}
+		for i, h := range fields {
+			if _, dup := pos[h]; dup {
+				return fail(line, "column %q appears twice", h)
+			}
+			pos[h] = i
+		}
+		p, ok := pos["schema_version"]
+		if !ok {
+			return fail(line, "no schema_version column: not a result file of this format")
+		}
+		versionAt = p
+		known := map[string]bool{"schema_version": true}
+		idx = make([]int, len(t.cols))
+		for i, c := range t.cols {
+			known[c.Name] = true
+			p, ok := pos[c.Name]
+			switch {
+			case ok:
+				idx[i] = p
+			case c.derived:
+				idx[i] = -1
+			default:
+				return fail(line, "missing column %s", c.Name)
+			}
+		}
+		for i, h := range fields {
+			if !known[h] {
+				extraIdx = append(extraIdx, i)
+			}
+		}
+		return nil
+	}
+	s.next = func() (T, int, int64, error) {
+		var zero T
+		if fatal != nil {
+			return zero, 0, 0, fatal
+		}
+		for {
+			off := cr.InputOffset()
+			fields, err := cr.Read()
+			line, _ := cr.FieldPos(0)
+			if err == io.EOF && !headerDone {
+				fatal = fmt.Errorf("%s:1: empty file: no header row", name)
+				return zero, 1, off, fatal
+			}
+			if err == io.EOF {
+				return zero, 0, off, io.EOF
+			}
+			if err != nil {
+				var pe *csv.ParseError
+				if errors.As(err, &pe) {
+					err = fmt.Errorf("%s:%d: %w", name, pe.StartLine, pe.Err)
+					line = pe.StartLine
+				} else {
+					err = fmt.Errorf("%s: %w", name, err)
+				}
+				if !headerDone {
+					fatal = err
+				}
+				return zero, line, off, err
+			}
+			if !headerDone {
+				headerDone = true
+				if err := readHeader(fields, line); err != nil {
+					fatal = err
+					return zero, line, off, err
+				}
+				continue
+			}
+			if v := fields[versionAt]; v != strconv.Itoa(FormatVersion) {
+				return zero, line, off, &VersionError{File: name, Line: line, Version: strconv.Quote(v)}
+			}
+			var rec T
+			for i, c := range t.cols {
+				if c.derived || idx[i] < 0 {
+					continue
+				}
+				if err := c.set(&rec, fields[idx[i]]); err != nil {
+					return zero, line, off, fail(line, "%s: %v", c.Name, err)
+				}
+			}
+			for i, c := range t.cols {
+				if c.check != nil && idx[i] >= 0 {
+					if err := c.check(&rec, fields[idx[i]]); err != nil {
+						return zero, line, off, fail(line, "%s: %v", c.Name, err)
+					}
+				}
+			}
+			if extra != nil {
+				names := make([]string, len(extraIdx))
+				vals := make([]string, len(extraIdx))
+				for j, p := range extraIdx {
+					names[j], vals[j] = header[p], fields[p]
+				}
+				if err := extra(&rec, names, vals); err != nil {
+					return zero, line, off, fail(line, "%v", err)
+				}
+			}
+			return rec, line, off, nil
+		}
+	}
+	return s
+}
+
+// Column constructors. Each binds a column name to a field through an accessor that returns
+// the field's address, so one function serves both directions.
+
+func intCol[T any](name string, f func(*T) *int) column[T] {
+	return column[T]{Column: Column{name, KindInt},
+		get: func(v *T) string { return formatInt(*f(v)) },
+		set: func(v *T, s string) (err error) { *f(v), err = parseInt(s); return err }}
+}
+
+// zeroIsMissingIntCol writes 0 as an empty cell, for fields where 0 means "no value".
+func zeroIsMissingIntCol[T any](name string, f func(*T) *int) column[T] {
+	return column[T]{Column: Column{name, KindInt},
+		get: func(v *T) string {
+			if *f(v) == 0 {
+				return ""
+			}
+			return formatInt(*f(v))
+		},
+		set: func(v *T, s string) (err error) {
+			if s == "" {
+				*f(v) = 0
+				return nil
+			}
+			*f(v), err = parseInt(s)
+			return err
+		}}
+}
+
+func optIntCol[T any](name string, f func(*T) **int) column[T] {
+	return column[T]{Column: Column{name, KindInt},
+		get: func(v *T) string { return formatOptInt(*f(v)) },
+		set: func(v *T, s string) (err error) { *f(v), err = parseOptInt(s); return err }}
+}
+
+func msCol[T any](name string, f func(*T) **time.Duration) column[T] {
+	return column[T]{Column: Column{name, KindFloat},
+		get: func(v *T) string {
+			if p := *f(v); p != nil {
+				return formatMs(*p)
+			}
+			return ""
+		},
+		set: func(v *T, s string) error {
+			if s == "" {
+				*f(v) = nil
+				return nil
+			}
+			d, err := parseMs(s)
+			if err != nil {
+				return err
+			}
+			*f(v) = &d
+			return nil
+		}}
+}
+
+func reqMsCol[T any](name string, f func(*T) *time.Duration) column[T] {
+	return column[T]{Column: Column{name, KindFloat},
+		get: func(v *T) string { return formatMs(*f(v)) },
+		set: func(v *T, s string) (err error) { *f(v), err = parseMs(s); return err }}
+}
+
+func floatCol[T any](name string, decimals int, f func(*T) *float64) column[T] {
+	return column[T]{Column: Column{name, KindFloat},
+		get: func(v *T) string { return formatFloat(*f(v), decimals) },
+		set: func(v *T, s string) (err error) { *f(v), err = parseFloat(s); return err }}
+}
+
+func boolCol[T any](name string, f func(*T) *bool) column[T] {
+	return column[T]{Column: Column{name, KindBool},
+		get: func(v *T) string { return formatBool(*f(v)) },
+		set: func(v *T, s string) (err error) { *f(v), err = parseBool(s); return err }}
+}
+
+func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
+	return column[T]{Column: Column{name, KindTime},
+		get: func(v *T) string { return formatTime(*f(v)) },
+		set: func(v *T, s string) (err error) { *f(v), err = parseTime(s); return err }}
+}
+
+func strCol[T any](name string, f func(*T) *string) column[T] {
+	return column[T]{Column: Column{name, KindString},
+		get: func(v *T) string { return escapeCell(*f(v), "") },
+		set: func(v *T, s string) (err error) { *f(v), err = unescapeCell(s); return err }}
+}
+
+// typedStrCol is strCol for the string-based enum types of package record.
+func typedStrCol[T any, S ~string](name string, f func(*T) *S) column[T] {
+	return column[T]{Column: Column{name, KindString},
+		get: func(v *T) string { return escapeCell(string(*f(v)), "") },
+		set: func(v *T, s string) error {
+			u, err := unescapeCell(s)
+			*f(v) = S(u)
+			return err
+		}}
+}
+
+// listCol stores a list of short texts in one cell, joined by "; "; each item is escaped with
+// ';' as \x3b so that the join is unambiguous. Empty items are not kept.
+func listCol[T any](name string, f func(*T) *[]string) column[T] {
+	return column[T]{Column: Column{name, KindString},
+		get: func(v *T) string {
+			var parts []string
+			for _, s := range *f(v) {
+				if s != "" {
+					parts = append(parts, escapeCell(s, ";"))
+				}
+			}
+			return strings.Join(parts, "; ")
+		},
+		set: func(v *T, s string) error {
+			*f(v) = nil
+			if s == "" {
+				return nil
+			}
+			for _, p := range strings.Split(s, "; ") {
+				u, err := unescapeCell(p)
+				if err != nil {
+					return err
+				}
+				*f(v) = append(*f(v), u)
+			}
+			return nil
+		}}
+}
+
+func optFloatCol[T any](name string, decimals int, f func(*T) **float64) column[T] {
+	return column[T]{Column: Column{name, KindFloat},
+		get: func(v *T) string {
+			if p := *f(v); p != nil {
+				return formatFloat(*p, decimals)
+			}
+			return ""
+		},
+		set: func(v *T, s string) error {
+			if s == "" {
+				*f(v) = nil
+				return nil
+			}
+			x, err := parseFloat(s)
+			if err != nil {
+				return err
+			}
+			*f(v) = &x
+			return nil
+		}}
+}
