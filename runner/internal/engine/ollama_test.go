@@ -38,8 +38,8 @@ func TestOllamaModelName(t *testing.T) {
 	}
 }
 
-// writeExecutable creates an executable file at path that does nothing.
-func writeExecutable(t *testing.T, path string) {
+// ollamaFakeBinary creates an executable file at path that does nothing.
+func ollamaFakeBinary(t *testing.T, path string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -55,8 +55,8 @@ func TestFindOllama(t *testing.T) {
 	onPath := filepath.Join(dir, "path", "ollama")
 	cache := filepath.Join(dir, "cache")
 	cached := filepath.Join(cache, "runner", "ollama-"+OllamaVersion, "bin", "ollama")
-	writeExecutable(t, explicit)
-	writeExecutable(t, onPath)
+	ollamaFakeBinary(t, explicit)
+	ollamaFakeBinary(t, onPath)
 	empty := filepath.Join(dir, "empty")
 	if err := os.Mkdir(empty, 0o755); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestFindOllama(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			os.RemoveAll(cache)
 			if tt.withCache {
-				writeExecutable(t, cached)
+				ollamaFakeBinary(t, cached)
 			}
 			t.Setenv(OllamaEnv, tt.env)
 			t.Setenv("PATH", tt.path)
@@ -100,7 +100,7 @@ func TestFindOllama(t *testing.T) {
 func TestOllamaPreset(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin", "ollama")
-	writeExecutable(t, bin)
+	ollamaFakeBinary(t, bin)
 	t.Setenv(OllamaEnv, bin)
 	model := filepath.Join(dir, "Tiny.gguf")
 	if err := os.WriteFile(model, []byte("GGUF"), 0o644); err != nil {
