@@ -26,7 +26,7 @@ var hintRules = []hintRule{
 	{
 		// vLLM refuses bfloat16 below compute capability 8.0 (Tesla T4 is 7.5, V100 7.0).
 		name: "bf16",
-		re:   regexp.MustCompile(`Bfloat16 is only supported on GPUs with compute capability of at least [0-9.]+\.(?: Your (.+?) GPU has compute capability ([0-9.]+))?`),
+		re:   regexp.MustCompile(`Bfloat16 is only supported on GPUs with compute capability of at least [0-9.]+\.(?: Your (.+?) GPU has compute capability (\d+(?:\.\d+)?))?`),
 		text: func(m []string, _ hintInfo) string {
 			gpu := "this GPU"
 			if m[1] != "" {
@@ -91,7 +91,7 @@ var hintRules = []hintRule{
 		name: "args",
 		re:   regexp.MustCompile(`error: argument (\S+?): (.+)`),
 		text: func(m []string, in hintInfo) string {
-			return fmt.Sprintf("%s rejected %s (%s): fix the setting in the experiment's server section", in.Engine, m[1], strings.TrimSpace(m[2]))
+			return fmt.Sprintf("%s rejected %s: %s; fix %s", in.Engine, m[1], strings.TrimSpace(m[2]), settingOf(m[1]))
 		},
 	},
 	{
@@ -178,4 +178,22 @@ func HintFor(engine, host string, port int, lines []string) string {
 // portHint says what to do about a port another process holds.
 func portHint(host string, port int) string {
 	return fmt.Sprintf("port %d on %s is taken by another process: stop that process, or set server.port: 0 to let the runner pick a free port", port, host)
+}
+
+// settingOf names the experiment setting that a preset turns into a server flag.
+func settingOf(flag string) string {
+	name, _, _ := strings.Cut(flag, "/") // argparse prints aliases as "--model/-m"
+	switch name {
+	case "--dtype":
+		return "server.dtype"
+	case "--max-model-len", "--context-length", "-c", "--ctx-size":
+		return "server.max_model_len"
+	case "--model", "--model-path", "-m", "model_tag":
+		return "server.model"
+	case "--port":
+		return "server.port"
+	case "--host":
+		return "server.host"
+	}
+	return "server.args"
 }

@@ -143,19 +143,30 @@ func commandPreset(srv experiment.Server, t Target) (*Launch, error) {
 	return l, nil
 }
 
-// simPreset runs the runner's own simulated server, `runner sim --host H --port P
-// [server.args...]`, through the same supervision as a real engine.
+// simPreset runs the runner's own simulated server, `runner sim --host H --port P`, through the
+// same supervision as a real engine. Like vLLM it gets --model, --dtype and --max-model-len when
+// the experiment sets them, and VLLM_SERVER_DEV_MODE=1.
 func simPreset(srv experiment.Server, t Target) (*Launch, error) {
 	argv := []string{t.Executable, "sim", "--host", t.Host, "--port", strconv.Itoa(t.Port)}
+	if srv.Model != "" {
+		argv = append(argv, "--model", srv.Model)
+	}
+	if srv.Dtype != "" {
+		argv = append(argv, "--dtype", srv.Dtype)
+	}
+	if srv.MaxModelLen > 0 {
+		argv = append(argv, "--max-model-len", strconv.Itoa(srv.MaxModelLen))
+	}
 	argv = append(argv, srv.Args...)
 	return &Launch{
 		Argv:        argv,
+		Env:         map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
 		BaseURL:     t.URL(),
 		ReadyPaths:  []string{"/health", "/v1/models"},
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "sim", "dtype", "max_model_len", "entrypoint", "command", "ready_path", "url"),
+		Notes:       ignored(srv, "sim", "entrypoint", "command", "ready_path", "url"),
 	}, nil
 }
 

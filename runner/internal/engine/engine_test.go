@@ -1,0 +1,1014 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// testGrace is the stop grace period of the tests: the fake server exits at once on SIGTERM.
+const testGrace = 2 * time.Second
+
+// start starts srv with test options and stops it at the end of the test.
+func start(t *testing.T, srv experiment.Server, opts StartOptions) (*Server, *syncBuffer, error) {
+	t.Helper()
+	log := &syncBuffer{}
+	if opts.Log == nil {
+		opts.Log = log
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = testGrace
+	}
+	if srv.ReadyTimeout == 0 {
+		srv.ReadyTimeout = 20 * time.Second
+	}
+	s, err := Start(context.Background(), srv, opts)
+	if s != nil {
+		t.Cleanup(func() {
+			if err := s.Stop(context.Background()); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+	}
+	return s, log, err
+}
+
+func TestPresetCommandLines(t *testing.T) {
+	t.Parallel()
+	type want struct {
+		argv     []string // with P for the port
+		model    string
+		version  string
+		canReset bool
+	}
+	cases := []struct {
+		name  string
+		stand string // the stand-in executable the preset runs
+		srv   experiment.Server
+		want  want
+	}{
+		{
+			name: "vllm serve", stand: "vllm",
+			srv: experiment.Server{Engine: "vllm", Model: "facebook/opt-125m", Dtype: "half", MaxModelLen: 1024,
+				Args: []string{"--gpu-memory-utilization", "0.5"}},
+			want: want{
+				argv: []string{"vllm", "serve", "facebook/opt-125m", "--dtype", "half", "--max-model-len", "1024",
+					"--host", "127.0.0.1", "--port", "P", "--gpu-memory-utilization", "0.5"},
+				model: "facebook/opt-125m", version: "0.0.0-fake", canReset: true,
+			},
+		},
+		{
+			name: "default engine is vllm", stand: "vllm",
+			srv: experiment.Server{Model: "m"},
+			want: want{argv: []string{"vllm", "serve", "m", "--host", "127.0.0.1", "--port", "P"},
+				model: "m", version: "0.0.0-fake", canReset: true},
+		},
+		{
+			name: "vllm api_server entrypoint", stand: "python",
+			srv: experiment.Server{Engine: "vllm", Entrypoint: "api_server", Model: "Qwen/Qwen2.5-0.5B-Instruct", Dtype: "half", MaxModelLen: 2048},
+			want: want{
+				argv: []string{"python", "-m", "vllm.entrypoints.openai.api_server", "--model", "Qwen/Qwen2.5-0.5B-Instruct",
+					"--dtype", "half", "--max-model-len", "2048", "--host", "127.0.0.1", "--port", "P"},
+				model: "Qwen/Qwen2.5-0.5B-Instruct", version: "0.0.0-fake", canReset: true,
+			},
+		},
+		{
+			name: "vllm without dev mode cannot reset its cache", stand: "vllm",
+			srv: experiment.Server{Engine: "vllm", Model: "m", Env: map[string]string{"VLLM_SERVER_DEV_MODE": "0"}},
+			want: want{argv: []string{"vllm", "serve", "m", "--host", "127.0.0.1", "--port", "P"},
+				model: "m", version: "0.0.0-fake", canReset: false},
+		},
+		{
+			name: "vllm served under another name", stand: "vllm",
+			srv: experiment.Server{Engine: "vllm", Model: "/models/opt", Args: []string{"--served-model-name", "opt"},
+				Env: map[string]string{"FAKE_MODEL": "opt"}},
+			want: want{argv: []string{"vllm", "serve", "/models/opt", "--host", "127.0.0.1", "--port", "P", "--served-model-name", "opt"},
+				model: "opt", version: "0.0.0-fake", canReset: true},
+		},
+		{
+			name: "sglang", stand: "python",
+			srv: experiment.Server{Engine: "sglang", Model: "qwen/qwen2.5-0.5b-instruct", Dtype: "half", MaxModelLen: 2048,
+				Args: []string{"--mem-fraction-static", "0.8"}},
+			want: want{
+				argv: []string{"python", "-m", "sglang.launch_server", "--model-path", "qwen/qwen2.5-0.5b-instruct",
+					"--host", "127.0.0.1", "--port", "P", "--dtype", "half", "--context-length", "2048", "--mem-fraction-static", "0.8"},
+				model: "qwen/qwen2.5-0.5b-instruct", version: "0.0.0-fake-sglang", canReset: true,
+			},
+		},
+		{
+			name: "llama.cpp", stand: "llama-server",
+			srv: experiment.Server{Engine: "llama.cpp", Model: "/models/tiny.gguf", MaxModelLen: 512, Args: []string{"-np", "1"}},
+			want: want{argv: []string{"llama-server", "-m", "/models/tiny.gguf", "--host", "127.0.0.1", "--port", "P", "-c", "512", "-np", "1"},
+				model: "/models/tiny.gguf", version: "b0-fake", canReset: false},
+		},
+		{
+			name: "command", stand: "my-server",
+			srv: experiment.Server{Engine: "command", Model: "tiny", ReadyPath: "/health",
+				Command: []string{"my-server", "--host", "{host}", "--port", "{port}", "--name", "{model}"}, Args: []string{"--threads", "2"}},
+			want: want{argv: []string{"my-server", "--host", "127.0.0.1", "--port", "P", "--name", "tiny", "--threads", "2"},
+				model: "tiny", version: "", canReset: false},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, c.stand)
+			srv := c.srv
+			env := f.env()
+			for k, v := range srv.Env {
+				env[k] = v
+			}
+			srv.Env = env
+			s, _, err := start(t, srv, StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := strconv.Itoa(s.Port())
+			want := make([]string, len(c.want.argv))
+			for i, a := range c.want.argv {
+				want[i] = strings.ReplaceAll(a, "P", port)
+			}
+			if got := s.Argv(); !reflect.DeepEqual(got, want) {
+				t.Errorf("Argv() = %q\nwant      %q", got, want)
+			}
+			// The stand-in records its own path as $0, then the arguments it was given.
+			rec := f.argv(t, c.stand)
+			if len(rec) == 0 || filepath.Base(rec[0]) != c.stand || !reflect.DeepEqual(rec[1:], want[1:]) {
+				t.Errorf("the server ran as %q\nwant            %q", rec, want)
+			}
+			if s.Model() != c.want.model || s.Version() != c.want.version || s.CanResetCache() != c.want.canReset {
+				t.Errorf("model %q, version %q, can reset %v; want %q, %q, %v",
+					s.Model(), s.Version(), s.CanResetCache(), c.want.model, c.want.version, c.want.canReset)
+			}
+			if s.BaseURL() != "http://127.0.0.1:"+port {
+				t.Errorf("BaseURL() = %q", s.BaseURL())
+			}
+			if c.want.canReset {
+				if err := s.ResetCache(context.Background()); err != nil {
+					t.Errorf("ResetCache: %v", err)
+				}
+			} else if err := s.ResetCache(context.Background()); err == nil {
+				t.Error("ResetCache succeeded on a server without a reset")
+			}
+		})
+	}
+}
+
+func TestVLLMSetsDevMode(t *testing.T) {
+	t.Parallel()
+	l, err := vllmPreset(experiment.Server{Model: "m"}, Target{Host: "127.0.0.1", Port: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Env["VLLM_SERVER_DEV_MODE"] != "1" || l.ResetPath != "/reset_prefix_cache" {
+		t.Errorf("env %v, reset path %q", l.Env, l.ResetPath)
+	}
+	if !reflect.DeepEqual(l.ReadyPaths, []string{"/health", "/v1/models"}) || l.VersionPath != "/version" {
+		t.Errorf("ready paths %q, version path %q", l.ReadyPaths, l.VersionPath)
+	}
+}
+
+func TestSimRunsTheRunnerItself(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "runner")
+	exe := filepath.Join(f.dir, "runner")
+	srv := experiment.Server{Engine: "sim", Model: "sim-model", MaxModelLen: 512, Args: []string{"--seed", "7"}, Env: f.env()}
+	s, _, err := start(t, srv, StartOptions{Executable: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(s.Port())
+	want := []string{exe, "sim", "--host", "127.0.0.1", "--port", port, "--model", "sim-model", "--max-model-len", "512", "--seed", "7"}
+	if got := f.argv(t, "runner"); !reflect.DeepEqual(got, want) {
+		t.Errorf("sim ran as %q, want %q", got, want)
+	}
+	if s.Model() != "sim-model" || !s.CanResetCache() || s.Version() != "0.0.0-fake" {
+		t.Errorf("model %q, can reset %v, version %q", s.Model(), s.CanResetCache(), s.Version())
+	}
+}
+
+func TestReadinessWaitsUntilHealthy(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, stand string
+		srv         experiment.Server
+		env         []string
+		min         time.Duration
+	}{
+		{"vllm health 503 while loading", "vllm", experiment.Server{Engine: "vllm", Model: "m"},
+			[]string{"FAKE_READY_AFTER", "700ms"}, 700 * time.Millisecond},
+		{"llama-server health 503 while loading", "llama-server", experiment.Server{Engine: "llama.cpp", Model: "/m.gguf"},
+			[]string{"FAKE_READY_AFTER", "700ms"}, 700 * time.Millisecond},
+		{"sglang port closed, then 503", "python", experiment.Server{Engine: "sglang", Model: "m"},
+			[]string{"FAKE_LISTEN_AFTER", "400ms", "FAKE_READY_AFTER", "800ms"}, 800 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, c.stand)
+			srv := c.srv
+			srv.Env = f.env(c.env...)
+			var progress syncBuffer
+			s, log, err := start(t, srv, StartOptions{Progress: &progress})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The fake refuses to be healthy before c.min has passed since it started, so a
+			// server reported ready earlier was not really waited for.
+			if s.BootTime() < c.min {
+				t.Errorf("BootTime() = %s, before the server could be healthy (%s)", s.BootTime(), c.min)
+			}
+			if !strings.Contains(log.String(), "fake: /health 503") {
+				t.Errorf("the runner never saw /health answer 503; log:\n%s", log)
+			}
+			if !strings.Contains(progress.String(), "waiting for "+s.BaseURL()+"/health") {
+				t.Errorf("progress does not say what it waits for:\n%s", progress.String())
+			}
+		})
+	}
+}
+
+// TestHintsGolden derives the hint of every boot log under testdata/boot.
+func TestHintsGolden(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/boot/*.log")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no boot logs: %v", err)
+	}
+	sort.Strings(files)
+	var b strings.Builder
+	for _, f := range files {
+		lines := readLines(t, f)
+		engine := strings.SplitN(filepath.Base(f), "_", 2)[0]
+		if engine == "llamacpp" {
+			engine = "llama.cpp"
+		}
+		fmt.Fprintf(&b, "%s: %s\n", filepath.Base(f), HintFor(engine, "127.0.0.1", 8000, lines))
+	}
+	golden := "testdata/boot/hints.golden"
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("hints differ from %s (run with -update after checking them):\n%s", golden, b.String())
+	}
+}
+
+func TestHints(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		file string
+		want []string // substrings of the hint; none: no hint
+	}{
+		{"vllm_bf16_t4.log", []string{"Tesla T4, compute capability 7.5", "no bf16", "set server.dtype: half"}},
+		{"vllm_bf16_v100_compose.log", []string{"Tesla V100-SXM2-16GB, compute capability 7.0", "set server.dtype: half"}},
+		{"vllm_bf16_wrapped.log", []string{"Tesla T4", "set server.dtype: half"}},
+		{"vllm_kv_cache_v0.log", []string{"lower server.max_model_len to at most 7344", "32768"}},
+		{"vllm_kv_cache_v1.log", []string{"lower server.max_model_len to at most 34736", "262144"}},
+		{"vllm_kv_cache_v1_plain.log", []string{"lower server.max_model_len to at most 5632"}},
+		{"vllm_oom_t4.log", []string{"ran out of memory", "lower gpu memory use", "smaller model"}},
+		{"sglang_oom.log", []string{"ran out of memory"}},
+		{"vllm_port_in_use.log", []string{"port 8000 on 127.0.0.1 is taken", "server.port: 0"}},
+		{"llamacpp_port_in_use.log", []string{"port 8000 on 127.0.0.1 is taken"}},
+		{"vllm_unknown_arg.log", []string{"--max-num-seqz 8", "server.args"}},
+		{"vllm_invalid_choice.log", []string{"--dtype", "invalid choice: 'bf16'", "fix server.dtype"}},
+		{"llamacpp_unknown_arg.log", []string{"--context", "server.args"}},
+		{"vllm_ready.log", nil},
+		{"vllm_t4_xformers.log", nil},
+	}
+	for _, c := range cases {
+		got := HintFor("vllm", "127.0.0.1", 8000, readLines(t, filepath.Join("testdata/boot", c.file)))
+		if len(c.want) == 0 && got != "" {
+			t.Errorf("%s: hint %q, want none", c.file, got)
+		}
+		if len(c.want) > 0 && got == "" {
+			t.Errorf("%s: no hint", c.file)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: hint %q lacks %q", c.file, got, w)
+			}
+		}
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+func TestBootFailureQuotesLogAndHint(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ file, stand string }{
+		{"vllm_bf16_t4.log", "vllm"},
+		{"vllm_kv_cache_v1.log", "vllm"},
+		{"vllm_oom_t4.log", "vllm"},
+		{"vllm_unknown_arg.log", "vllm"},
+		{"llamacpp_unknown_arg.log", "llama-server"},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, c.stand)
+			logFile, err := filepath.Abs(filepath.Join("testdata/boot", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := experiment.Server{Engine: "vllm", Model: "m", Env: f.env("FAKE_LOG", logFile, "FAKE_EXIT", "1")}
+			if c.stand == "llama-server" {
+				srv.Engine = "llama.cpp"
+			}
+			_, log, err := start(t, srv, StartOptions{LogName: "server.log"})
+			var be *BootError
+			if !errors.As(err, &be) {
+				t.Fatalf("Start: %v, want a *BootError", err)
+			}
+			lines := readLines(t, logFile)
+			if be.ExitCode != 1 || !strings.Contains(be.Reason, "exited with status 1") {
+				t.Errorf("exit code %d, reason %q", be.ExitCode, be.Reason)
+			}
+			wantHint := HintFor(srv.Engine, "127.0.0.1", 0, lines)
+			if be.Hint == "" || be.Hint != wantHint {
+				t.Errorf("hint %q, want %q", be.Hint, wantHint)
+			}
+			last := lines[len(lines)-1]
+			if n := len(be.LogTail); n == 0 || be.LogTail[n-1] != last {
+				t.Errorf("log tail %q does not end with %q", be.LogTail, last)
+			}
+			msg := err.Error()
+			for _, w := range []string{"failed to boot", "hint: " + be.Hint, "| " + last, "server.log"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error lacks %q:\n%s", w, msg)
+				}
+			}
+			if !strings.Contains(log.String(), last) {
+				t.Errorf("the server log lacks the server's output")
+			}
+		})
+	}
+}
+
+func TestBootTimeout(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "vllm")
+	srv := experiment.Server{Model: "m", ReadyTimeout: 800 * time.Millisecond, Env: f.env("FAKE_READY_AFTER", "1h", "FAKE_GRANDCHILD", "1")}
+	_, _, err := start(t, srv, StartOptions{})
+	var be *BootError
+	if !errors.As(err, &be) {
+		t.Fatalf("Start: %v, want a *BootError", err)
+	}
+	if !strings.Contains(be.Reason, "not ready after 800ms") || !strings.Contains(be.Reason, "503") ||
+		!strings.Contains(be.Hint, "server.ready_timeout") {
+		t.Errorf("reason %q, hint %q", be.Reason, be.Hint)
+	}
+	pid, pgid, grandchild := f.procs(t)
+	assertGone(t, pgid, pid, grandchild)
+}
+
+func TestPortInUse(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() }) // after the parallel subtests
+	held := ln.Addr().(*net.TCPAddr).Port
+
+	t.Run("port set in the experiment", func(t *testing.T) {
+		t.Parallel()
+		f := newFake(t, "vllm")
+		_, _, err := start(t, experiment.Server{Model: "m", Port: held, Env: f.env()}, StartOptions{})
+		var be *BootError
+		if !errors.As(err, &be) {
+			t.Fatalf("Start: %v, want a *BootError", err)
+		}
+		if !strings.Contains(be.Reason, "already in use") || !strings.Contains(be.Hint, fmt.Sprintf("port %d on 127.0.0.1 is taken", held)) {
+			t.Errorf("reason %q, hint %q", be.Reason, be.Hint)
+		}
+		if f.argv(t, "vllm") != nil {
+			t.Error("the server was started although its port was taken")
+		}
+	})
+	t.Run("port taken after it was picked", func(t *testing.T) {
+		t.Parallel()
+		f := newFake(t, "vllm")
+		_, _, err := start(t, experiment.Server{Model: "m", Env: f.env("FAKE_BIND", strconv.Itoa(held))}, StartOptions{})
+		var be *BootError
+		if !errors.As(err, &be) {
+			t.Fatalf("Start: %v, want a *BootError", err)
+		}
+		if !strings.Contains(be.Hint, "is taken by another process") || !strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("error without the port hint or the server's message:\n%v", err)
+		}
+	})
+}
+
+func TestStopEndsTheWholeGroup(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "vllm")
+	s, log, err := start(t, experiment.Server{Model: "m", Env: f.env("FAKE_GRANDCHILD", "1")}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, pgid, grandchild := f.procs(t)
+	if pgid != s.PID() || !alive(pid) || !alive(grandchild) {
+		t.Fatalf("pgid %d (PID() %d), server alive %v, grandchild alive %v", pgid, s.PID(), alive(pid), alive(grandchild))
+	}
+	if s.Exited() {
+		t.Fatal("Exited() before Stop")
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	// Stop returns once the group is gone: no waiting here.
+	if left := groupMembers(pgid); len(left) > 0 || alive(pid) || alive(grandchild) {
+		t.Errorf("after Stop: group members %v, server alive %v, grandchild alive %v", left, alive(pid), alive(grandchild))
+	}
+	if !s.Exited() || s.Err() != nil {
+		t.Errorf("Exited() %v, Err() %v after Stop", s.Exited(), s.Err())
+	}
+	if err := portFree("127.0.0.1", s.Port()); err != nil {
+		t.Errorf("port not free after Stop: %v", err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	if !strings.Contains(log.String(), "fake: SIGTERM, shutting down") {
+		t.Errorf("the server did not get SIGTERM first; log:\n%s", log)
+	}
+}
+
+func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		env  []string
+	}{
+		{"server ignores SIGTERM", []string{"FAKE_IGNORE_TERM", "1", "FAKE_GRANDCHILD", "1"}},
+		{"grandchild ignores SIGTERM", []string{"FAKE_GRANDCHILD", "ignore"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, "vllm")
+			s, err := Start(context.Background(), experiment.Server{Model: "m", Env: f.env(c.env...)},
+				StartOptions{StopGrace: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, pgid, grandchild := f.procs(t)
+			err = s.Stop(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "killed") {
+				t.Errorf("Stop: %v, want an error saying it had to kill", err)
+			}
+			if left := groupMembers(pgid); len(left) > 0 || alive(pid) || alive(grandchild) {
+				t.Errorf("after Stop: group members %v, server alive %v, grandchild alive %v", left, alive(pid), alive(grandchild))
+			}
+		})
+	}
+}
+
+func TestContextCancelStopsTheServer(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "vllm")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := Start(ctx, experiment.Server{Model: "m", Env: f.env("FAKE_GRANDCHILD", "1")}, StartOptions{StopGrace: testGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, pgid, grandchild := f.procs(t)
+	cancel()
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server still runs 5s after its context was cancelled")
+	}
+	assertGone(t, pgid, pid, grandchild)
+	if err := s.Err(); err != nil {
+		t.Errorf("Err() = %v after a requested stop", err)
+	}
+}
+
+func TestContextCancelDuringBoot(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "vllm")
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	_, err := Start(ctx, experiment.Server{Model: "m", Env: f.env("FAKE_READY_AFTER", "1h", "FAKE_GRANDCHILD", "1")}, StartOptions{StopGrace: testGrace})
+	var be *BootError
+	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &be) {
+		t.Fatalf("Start: %v, want the context's error and no boot failure", err)
+	}
+	pid, pgid, grandchild := f.procs(t)
+	assertGone(t, pgid, pid, grandchild)
+}
+
+func TestCrashWhileServing(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "vllm")
+	s, _, err := start(t, experiment.Server{Model: "m", Env: f.env("FAKE_DIE_AFTER", "500ms")}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Wait()
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("Wait: %v, want an *ExitError", err)
+	}
+	if ee.ExitCode != 3 || s.ExitCode() != 3 || !strings.Contains(err.Error(), "| fake: crashing") {
+		t.Errorf("exit code %d (ExitCode() %d), error:\n%v", ee.ExitCode, s.ExitCode(), err)
+	}
+}
+
+// runFakeRunner starts the test binary as a runner that boots a server, and waits until the
+// server is ready. It returns the runner's command and the server's process group.
+func runFakeRunner(t *testing.T, mode string) (*exec.Cmd, int, *fake) {
+	t.Helper()
+	f := newFake(t, "my-server")
+	env, err := json.Marshal(f.env("FAKE_GRANDCHILD", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(f.dir, "ready")
+	cmd := exec.Command(self, mode)
+	cmd.Env = append(os.Environ(), roleEnv+"=runner", "FAKE_READY="+ready, "FAKE_SERVER_ENV="+string(env))
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, err := os.ReadFile(ready)
+		if err == nil && len(b) > 0 {
+			pgid, err := strconv.Atoi(string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cmd, pgid, f
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner did not get its server ready; its output:\n%s", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNoServerOutlivesTheRunner ends the runner in each way it can end without stopping its
+// server itself, and checks that every process of the server's group goes too.
+func TestNoServerOutlivesTheRunner(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		mode string
+		kill bool // SIGKILL the runner once its server is ready
+	}{
+		{"sleep", true},            // the runner is killed
+		{"panic-defer", false},     // a panic unwinds through a deferred Stop
+		{"panic-goroutine", false}, // a panic elsewhere: no deferred call runs
+		{"exit", false},            // the runner exits without calling Stop
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
+			cmd, pgid, f := runFakeRunner(t, c.mode)
+			pid, _, grandchild := f.procs(t)
+			if c.kill {
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := cmd.Wait()
+			if c.mode != "exit" && err == nil {
+				t.Errorf("the runner exited cleanly in mode %s", c.mode)
+			}
+			assertGone(t, pgid, pid, grandchild)
+		})
+	}
+}
+
+func TestEndpoint(t *testing.T) {
+	const key = "sk-test-0123456789"
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, `{"error":"bad key %s"}`, r.Header.Get("Authorization"))
+			return
+		}
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"remote-model"}]}`)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer ts.Close()
+
+	t.Setenv("ENGINE_TEST_KEY", key)
+	var log syncBuffer
+	s, err := Start(context.Background(), experiment.Server{Engine: "endpoint", URL: ts.URL + "/v1/", APIKeyEnv: "ENGINE_TEST_KEY"},
+		StartOptions{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BaseURL() != ts.URL || s.Model() != "remote-model" || s.APIKey() != key || s.PID() != 0 || s.Argv() != nil {
+		t.Errorf("base %q, model %q, pid %d, argv %q", s.BaseURL(), s.Model(), s.PID(), s.Argv())
+	}
+	if s.Redact("key="+key) != "key="+redacted {
+		t.Errorf("Redact does not hide the key")
+	}
+	if err := s.Stop(context.Background()); err != nil || !s.Exited() {
+		t.Errorf("Stop: %v, Exited() %v", err, s.Exited())
+	}
+
+	t.Setenv("ENGINE_TEST_KEY", "sk-wrong-9876543210")
+	_, err = Start(context.Background(), experiment.Server{Engine: "endpoint", URL: ts.URL, APIKeyEnv: "ENGINE_TEST_KEY"}, StartOptions{})
+	var be *BootError
+	if !errors.As(err, &be) || !strings.Contains(be.Hint, "api_key_env") || strings.Contains(err.Error(), "sk-wrong") {
+		t.Errorf("wrong key: %v", err)
+	}
+
+	t.Setenv("ENGINE_TEST_KEY", "")
+	_, err = Start(context.Background(), experiment.Server{Engine: "endpoint", URL: ts.URL, APIKeyEnv: "ENGINE_TEST_KEY"}, StartOptions{})
+	if err == nil || errors.As(err, &be) || !strings.Contains(err.Error(), "ENGINE_TEST_KEY") {
+		t.Errorf("unset key: %v", err)
+	}
+}
+
+func TestSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
+	const argSecret, envSecret = "hunter2-argument", "tok-environment"
+	f := newFake(t, "my-server")
+	env := f.env("MY_TOKEN", envSecret, "FAKE_ECHO", "printing "+argSecret+" and "+envSecret)
+	srv := experiment.Server{Engine: "command", Command: []string{"my-server", "--port", "{port}", "--api-key", argSecret}, ReadyPath: "/health", Env: env}
+	s, log, err := start(t, srv, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := strings.Join(s.Argv(), " ") + "\n" + strings.Join(s.Env(), "\n") + "\n" + log.String() + strings.Join(s.LogTail(), "\n")
+	for _, sec := range []string{argSecret, envSecret} {
+		if strings.Contains(shown, sec) {
+			t.Errorf("secret %q shown:\n%s", sec, shown)
+		}
+	}
+	if !strings.Contains(log.String(), "printing "+redacted+" and "+redacted) {
+		t.Errorf("the server's line is missing from the log:\n%s", log)
+	}
+	// The server itself still gets the real values.
+	if rec := f.argv(t, "my-server"); rec[len(rec)-1] != argSecret {
+		t.Errorf("the server got %q", rec)
+	}
+}
+
+func init() {
+	// Presets for TestAfterReady: a command server with a post-ready step.
+	hooked := func(fail bool) Preset {
+		return func(srv experiment.Server, t Target) (*Launch, error) {
+			l, err := commandPreset(srv, t)
+			if err != nil {
+				return nil, err
+			}
+			l.ReadyPaths = []string{"/health"}
+			l.AfterReady = func(ctx context.Context, h *Hook) error {
+				script := "echo registering model in $ENGINE_TEST_DIR"
+				if fail {
+					script = "echo cannot register >&2; exit 4"
+				}
+				if err := h.Run(ctx, "sh", "-c", script); err != nil {
+					return err
+				}
+				_, err := h.Post(ctx, "/flush_cache", map[string]string{"model": h.Model})
+				return err
+			}
+			l.ServedModel = func(ctx context.Context, h *Hook) (string, error) {
+				b, err := h.Get(ctx, "/v1/models")
+				if err != nil {
+					return "", err
+				}
+				return "alias-of-" + parseModelIDs(b)[0], nil
+			}
+			return l, nil
+		}
+	}
+	Register("test-hooked", hooked(false))
+	Register("test-hooked-failing", hooked(true))
+}
+
+func TestAfterReady(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "my-server")
+	srv := experiment.Server{Engine: "test-hooked", Model: "tiny", Command: []string{"my-server", "--port", "{port}", "--name", "{model}"},
+		Env: f.env("ENGINE_TEST_DIR", "/some/dir", "FAKE_GRANDCHILD", "1")}
+	s, log, err := start(t, srv, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Model() != "alias-of-tiny" {
+		t.Errorf("Model() = %q, want the name ServedModel gave", s.Model())
+	}
+	if !strings.Contains(log.String(), "registering model in /some/dir") {
+		t.Errorf("the post-ready command's output is not in the log:\n%s", log)
+	}
+
+	f2 := newFake(t, "my-server")
+	srv.Engine = "test-hooked-failing"
+	srv.Env = f2.env("FAKE_GRANDCHILD", "1")
+	_, _, err = start(t, srv, StartOptions{})
+	var be *BootError
+	if !errors.As(err, &be) || !strings.Contains(be.Reason, "post-ready step failed") || !strings.Contains(err.Error(), "cannot register") {
+		t.Fatalf("Start: %v, want a boot failure quoting the failed step", err)
+	}
+	pid, pgid, grandchild := f2.procs(t)
+	assertGone(t, pgid, pid, grandchild)
+}
+
+func TestStartRejectsBadConfigs(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		srv  experiment.Server
+		want string
+	}{
+		{"unknown engine", experiment.Server{Engine: "tgi", Model: "m"}, `unknown engine "tgi"`},
+		{"vllm without model", experiment.Server{Engine: "vllm"}, "server.model is required"},
+		{"bad entrypoint", experiment.Server{Model: "m", Entrypoint: "grpc"}, "server.entrypoint"},
+		{"sglang without model", experiment.Server{Engine: "sglang"}, "server.model is required"},
+		{"llama.cpp without model", experiment.Server{Engine: "llama.cpp"}, "GGUF"},
+		{"command without argv", experiment.Server{Engine: "command"}, "server.command is required"},
+		{"command with a relative ready path", experiment.Server{Engine: "command", Command: []string{"x"}, ReadyPath: "health"}, "server.ready_path"},
+		{"endpoint without url", experiment.Server{Engine: "endpoint"}, "server.url is required"},
+		{"endpoint with a bad url", experiment.Server{Engine: "endpoint", URL: "localhost:8000"}, "server.url"},
+		{"endpoint with credentials in the url", experiment.Server{Engine: "endpoint", URL: "http://u:p@h"}, "credentials"},
+	}
+	for _, c := range cases {
+		s, err := Start(context.Background(), c.srv, StartOptions{})
+		var be *BootError
+		if err == nil || errors.As(err, &be) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Start = %v, want a config error with %q", c.name, err, c.want)
+		}
+		if s != nil {
+			s.Stop(context.Background())
+		}
+	}
+}
+
+func TestMissingExecutable(t *testing.T) {
+	t.Parallel()
+	empty := t.TempDir()
+	cases := []struct {
+		srv  experiment.Server
+		want string
+	}{
+		{experiment.Server{Model: "m"}, "pip install vllm"},
+		{experiment.Server{Model: "m", Entrypoint: "api_server"}, "no python on PATH"},
+		{experiment.Server{Engine: "llama.cpp", Model: "m.gguf"}, "llama-server is not on PATH"},
+	}
+	for _, c := range cases {
+		c.srv.Env = map[string]string{"PATH": empty}
+		_, err := Start(context.Background(), c.srv, StartOptions{})
+		var be *BootError
+		if !errors.As(err, &be) || !strings.Contains(be.Hint, c.want) || be.ExitCode != -1 {
+			t.Errorf("%+v: Start = %v, want a boot failure with hint %q", c.srv, err, c.want)
+		}
+	}
+}
+
+func TestNotes(t *testing.T) {
+	t.Parallel()
+	l, err := llamaCppPreset(experiment.Server{Model: "m.gguf", Dtype: "half"}, Target{Host: "h", Port: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "server.dtype is not used by engine llama.cpp") {
+		t.Errorf("notes %q", l.Notes)
+	}
+}
+
+func TestWaitPortFree(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := waitPortFree(context.Background(), "127.0.0.1", port, 200*time.Millisecond); err == nil {
+		t.Error("waitPortFree returned nil while the port was held")
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln.Close()
+	}()
+	if err := waitPortFree(context.Background(), "127.0.0.1", port, 5*time.Second); err != nil {
+		t.Errorf("waitPortFree after release: %v", err)
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	t.Parallel()
+	got := mergeEnv([]string{"A=1", "PATH=/bin", "B=2"}, map[string]string{"PATH": "/x", "C": "3"}, map[string]string{"C": "4", "D": "5"})
+	want := []string{"A=1", "PATH=/x", "B=2", "C=4", "D=5"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mergeEnv = %q, want %q", got, want)
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	t.Parallel()
+	r := newRedactor("abc", "hidden-long", "hidden", "")
+	cases := []struct{ in, want string }{
+		{"x hidden-long y", "x " + redacted + " y"},
+		{"hidden and hidden", redacted + " and " + redacted},
+		{"abc stays: too short to hide", "abc stays: too short to hide"},
+	}
+	for _, c := range cases {
+		if got := r.String(c.in); got != c.want {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := argvSecrets([]string{"--port", "1", "--api-key", "k1", "--hf-token=k2", "--api-key"}); !reflect.DeepEqual(got, []string{"k1", "k2"}) {
+		t.Errorf("argvSecrets = %q", got)
+	}
+}
+
+func TestServerLogLines(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	l := newServerLog(&out, newRedactor("s3cr3t"), hintInfo{Engine: "vllm", Host: "h", Port: 1})
+	for _, chunk := range []string{"first li", "ne\nsecond s3cr3t\r\nprogress 10%\rprogress 100%\n", "unfinished"} {
+		l.Write([]byte(chunk))
+	}
+	l.flush()
+	wantOut := "first line\nsecond [redacted]\nprogress 10%\rprogress 100%\nunfinished\n"
+	if out.String() != wantOut {
+		t.Errorf("log = %q, want %q", out.String(), wantOut)
+	}
+	wantTail := []string{"first line", "second [redacted]", "progress 100%", "unfinished"}
+	if got := l.lines(); !reflect.DeepEqual(got, wantTail) {
+		t.Errorf("tail = %q, want %q", got, wantTail)
+	}
+}
+
+func TestTailKeepsTheLastLines(t *testing.T) {
+	t.Parallel()
+	tl := newTail(3)
+	for i := range 5 {
+		fmt.Fprintf(tl, "line %d\n", i)
+	}
+	if got, want := tl.lines(), []string{"line 2", "line 3", "line 4"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("lines = %q, want %q", got, want)
+	}
+	long := strings.Repeat("é", maxLineLen)
+	tl.Write([]byte(long + "\n"))
+	last := tl.lines()[2]
+	if len(last) > maxLineLen+len(" [cut]") || !strings.HasSuffix(last, " [cut]") {
+		t.Errorf("a long line was kept as %d bytes", len(last))
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		want procStat
+		ok   bool
+	}{
+		{"123 (sleep) S 1 120 120 0 -1 4194304", procStat{'S', 1, 120}, true},
+		{"77 (my (odd) name) Z 5 77 77", procStat{'Z', 5, 77}, true},
+		{"9 (a b) R 2 3", procStat{'R', 2, 3}, true},
+		{"9 (x) R", procStat{}, false},
+		{"garbage", procStat{}, false},
+	}
+	for _, c := range cases {
+		got, err := parseStat([]byte(c.in))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseStat(%q) = %+v, %v; want %+v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+	if st, err := readStat(os.Getpid()); err != nil || st.pgrp != syscall.Getpgrp() || st.ppid != os.Getppid() {
+		t.Errorf("readStat(self) = %+v, %v", st, err)
+	}
+}
+
+func TestParseVersionAndModels(t *testing.T) {
+	t.Parallel()
+	versions := map[string]string{
+		`{"version":"0.8.4"}`:                  "0.8.4",
+		`{"build_info":"b6497-cd08fc3e"}`:      "b6497-cd08fc3e",
+		`{"version":"0.4.9","build_info":"x"}`: "0.4.9",
+		`{"version":4}`:                        "",
+		`not json`:                             "",
+	}
+	for in, want := range versions {
+		if got := parseVersion([]byte(in)); got != want {
+			t.Errorf("parseVersion(%s) = %q, want %q", in, got, want)
+		}
+	}
+	ids := parseModelIDs([]byte(`{"object":"list","data":[{"id":"a","root":"r"},{"id":""},{"id":"b"}]}`))
+	if !reflect.DeepEqual(ids, []string{"a", "b"}) {
+		t.Errorf("parseModelIDs = %q", ids)
+	}
+}
+
+func FuzzHintFor(f *testing.F) {
+	files, _ := filepath.Glob("testdata/boot/*.log")
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err == nil {
+			f.Add(string(b))
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		lines := strings.Split(text, "\n")
+		h := HintFor("vllm", "127.0.0.1", 8000, lines)
+		// Hints come from single lines: lines that match nothing change nothing.
+		if h2 := HintFor("vllm", "127.0.0.1", 8000, append([]string{"INFO nothing to see"}, lines...)); h2 != h {
+			t.Errorf("hint changed with a neutral line: %q vs %q", h, h2)
+		}
+	})
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte("123 (sleep) S 1 120 120 0 -1"))
+	f.Add([]byte("1 ((() R 0 0"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := parseStat(b)
+		if err != nil {
+			return
+		}
+		if st.state == ')' {
+			return // a state of ")" cannot be told from the end of the name
+		}
+		again, err := parseStat([]byte("1 (x) " + string([]byte{st.state}) + fmt.Sprintf(" %d %d", st.ppid, st.pgrp)))
+		if err != nil || again != st {
+			t.Errorf("parseStat(%q) = %+v, but its re-rendering parses as %+v, %v", b, st, again, err)
+		}
+	})
+}
+
+func FuzzServerLogChunks(f *testing.F) {
+	f.Add("a\nb\r\nc", uint8(3))
+	f.Add("one line without end", uint8(1))
+	f.Fuzz(func(t *testing.T, text string, size uint8) {
+		n := int(size%16) + 1
+		whole, chunked := &syncBuffer{}, &syncBuffer{}
+		lw := newServerLog(whole, newRedactor(), hintInfo{})
+		lc := newServerLog(chunked, newRedactor(), hintInfo{})
+		lw.Write([]byte(text))
+		for b := []byte(text); len(b) > 0; {
+			k := min(n, len(b))
+			lc.Write(b[:k])
+			b = b[k:]
+		}
+		lw.flush()
+		lc.flush()
+		if whole.String() != chunked.String() || !reflect.DeepEqual(lw.lines(), lc.lines()) {
+			t.Errorf("chunks of %d give %q, the whole text %q", n, chunked.String(), whole.String())
+		}
+	})
+}
