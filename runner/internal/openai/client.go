@@ -1,0 +1,258 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxResponse caps how much of a side endpoint's response is read.
+const maxResponse = 32 << 20
+
+// Client calls an OpenAI-compatible server's side endpoints and prepares streaming requests.
+// Its methods are safe for concurrent use.
+type Client struct {
+	// BaseURL is the server's root, e.g. "http://127.0.0.1:8000"; a trailing slash is ignored.
+	BaseURL string
+	// HTTP sends the requests; nil means http.DefaultClient.
+	HTTP *http.Client
+	// APIKey, when set, is sent as "Authorization: Bearer <key>".
+	APIKey string
+}
+
+// HTTPError is a response with a status other than 2xx.
+type HTTPError struct {
+	Method, URL string
+	Status      int    // the HTTP status code
+	Body        []byte // the start of the response body
+}
+
+// Error names the request and the status, with the start of the body.
+func (e *HTTPError) Error() string {
+	s := fmt.Sprintf("openai: %s %s: %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	if b := strings.TrimSpace(string(e.Body)); b != "" {
+		if len(b) > 300 {
+			b = b[:300] + "..."
+		}
+		s += ": " + b
+	}
+	return s
+}
+
+// CheckResponse returns an *HTTPError holding the start of the body when resp's status is not
+// 2xx, and nil otherwise. It reads the body only in the error case, and does not close it.
+func CheckResponse(resp *http.Response) error {
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &HTTPError{Status: resp.StatusCode, Body: body}
+	if resp.Request != nil {
+		e.Method, e.URL = resp.Request.Method, resp.Request.URL.String()
+	}
+	return e
+}
+
+func (c *Client) url(path string) string {
+	return strings.TrimRight(c.BaseURL, "/") + path
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+// newRequest builds a request with the client's headers.
+func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), r)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	return req, nil
+}
+
+// NewStreamRequest returns the POST request for a streaming body made by Body, with
+// "Accept: text/event-stream". The caller sends it (and times it).
+func (c *Client) NewStreamRequest(ctx context.Context, api API, body []byte) (*http.Request, error) {
+	path := api.Path()
+	if path == "" {
+		return nil, fmt.Errorf("openai: stream request: unknown api %q (want completions or chat)", api)
+	}
+	req, err := c.newRequest(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	return req, nil
+}
+
+// do sends a request and returns the body of a 2xx response.
+func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, error) {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
+		}
+	}
+	req, err := c.newRequest(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if err := CheckResponse(resp); err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return nil, fmt.Errorf("openai: %s %s: reading the response: %w", method, path, err)
+	}
+	return out, nil
+}
+
+// getJSON sends a request and decodes a 2xx JSON response into out.
+func (c *Client) getJSON(ctx context.Context, method, path string, in, out any) error {
+	body, err := c.do(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("openai: %s %s: decoding the response: %w: %s", method, path, err, excerpt(body))
+	}
+	return nil
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// TokenizeRequest is the body of vLLM's POST /tokenize: either Prompt, or Messages (then the
+// server applies the model's chat template).
+type TokenizeRequest struct {
+	Model    string    `json:"model,omitempty"`
+	Prompt   string    `json:"prompt,omitempty"`
+	Messages []Message `json:"messages,omitempty"`
+	// AddSpecialTokens says whether the tokenizer adds its special tokens (a BOS token, for
+	// most models). vLLM's default is true for a prompt, which is how a /v1/completions
+	// prompt is counted in usage.prompt_tokens.
+	AddSpecialTokens *bool `json:"add_special_tokens,omitempty"`
+	// AddGenerationPrompt applies to Messages: whether the template's assistant header is
+	// appended, as it is for a chat request.
+	AddGenerationPrompt *bool `json:"add_generation_prompt,omitempty"`
+}
+
+// TokenizeResult is the answer of POST /tokenize.
+type TokenizeResult struct {
+	Count       int   // number of tokens
+	MaxModelLen int   // the model's context length; 0 when not reported
+	Tokens      []int // the token ids
+}
+
+// Tokenize calls POST /tokenize.
+func (c *Client) Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeResult, error) {
+	var out struct {
+		Count       *int  `json:"count"`
+		MaxModelLen int   `json:"max_model_len"`
+		Tokens      []int `json:"tokens"`
+	}
+	if err := c.getJSON(ctx, http.MethodPost, "/tokenize", req, &out); err != nil {
+		return TokenizeResult{}, err
+	}
+	r := TokenizeResult{MaxModelLen: out.MaxModelLen, Tokens: out.Tokens, Count: len(out.Tokens)}
+	if out.Count != nil {
+		r.Count = *out.Count
+	} else if out.Tokens == nil {
+		return TokenizeResult{}, fmt.Errorf("openai: POST /tokenize: the response has neither count nor tokens")
+	}
+	return r, nil
+}
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	ID   string // the name to send as "model"
+	Root string // the model it serves, when the server says (vLLM); may differ from ID
+	// MaxModelLen is the context length, when the server says (vLLM since mid-2024); 0 when not.
+	MaxModelLen int
+}
+
+// Models calls GET /v1/models.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	var out struct {
+		Data []struct {
+			ID          string `json:"id"`
+			Root        string `json:"root"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := c.getJSON(ctx, http.MethodGet, "/v1/models", nil, &out); err != nil {
+		return nil, err
+	}
+	models := make([]Model, 0, len(out.Data))
+	for _, d := range out.Data {
+		models = append(models, Model{ID: d.ID, Root: d.Root, MaxModelLen: d.MaxModelLen})
+	}
+	return models, nil
+}
+
+// Version calls GET /version (vLLM: {"version": "0.6.3"}) and returns the version string.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	var out struct {
+		Version *string `json:"version"`
+	}
+	if err := c.getJSON(ctx, http.MethodGet, "/version", nil, &out); err != nil {
+		return "", err
+	}
+	if out.Version == nil {
+		return "", fmt.Errorf("openai: GET /version: the response has no version")
+	}
+	return *out.Version, nil
+}
+
+// Health calls GET /health: nil when the server answers 2xx (vLLM: 200 with an empty body),
+// an *HTTPError otherwise (vLLM: 503 when the engine is dead), or the connection error.
+func (c *Client) Health(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodGet, "/health", nil)
+	return err
+}
+
+// ResetPrefixCache calls POST /reset_prefix_cache. vLLM serves it only with
+// VLLM_SERVER_DEV_MODE=1; otherwise the answer is an *HTTPError with status 404.
+func (c *Client) ResetPrefixCache(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodPost, "/reset_prefix_cache", nil)
+	return err
+}
+
+// Metrics calls GET /metrics and parses the Prometheus text.
+func (c *Client) Metrics(ctx context.Context) (*Metrics, error) {
+	body, err := c.do(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ParseMetrics(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("openai: GET /metrics: %w", err)
+	}
+	return m, nil
+}
