@@ -192,7 +192,7 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	for _, s := range raw {
-		if base, ok := strings.CutSuffix(s.name, "_bucket"); ok && hasLabel(s.labels, "le") {
+		if base, ok := strings.CutSuffix(s.name, "_bucket"); ok && base != "" && hasLabel(s.labels, "le") {
 			if _, declared := types[base]; !declared {
 				types[base] = "histogram"
 			}
@@ -226,7 +226,7 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		switch part {
 		case "bucket":
 			ub, err := parseFloat(le)
-			if err != nil {
+			if err != nil || math.IsNaN(ub) {
 				return nil, fmt.Errorf("metrics: line %d: %s: bad le %q", s.line, s.name, le)
 			}
 			h.Buckets = append(h.Buckets, Bucket{ub, s.value})
@@ -246,7 +246,7 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 // count); part is "" for a sample outside any histogram.
 func histogramPart(name string, types map[string]string) (string, string) {
 	for _, part := range []string{"bucket", "sum", "count"} {
-		if base, ok := strings.CutSuffix(name, "_"+part); ok && types[base] == "histogram" {
+		if base, ok := strings.CutSuffix(name, "_"+part); ok && base != "" && types[base] == "histogram" {
 			return base, part
 		}
 	}
