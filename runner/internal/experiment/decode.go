@@ -45,9 +45,10 @@ func sectionKeys(section string) []string {
 
 // decoder turns a checked YAML tree into an Experiment, collecting every problem it meets.
 type decoder struct {
-	file string
-	errs ErrorList
-	pos  map[string]pos // field path → position of the node that gave its value
+	file    string
+	errs    ErrorList
+	pos     map[string]pos // field path → position of the node that gave its value
+	unknown map[*Error]bool
 }
 
 // pair is one key and value of a mapping.
@@ -81,6 +82,10 @@ func (d *decoder) mapping(n *yaml.Node, path string, known []string) (pairs []pa
 		kp := keyPath(path, kn.Value)
 		if known != nil && !slices.Contains(known, kn.Value) {
 			d.errorAt(n.Content[i], kp, "unknown field %q%s", kn.Value, suggestField(path, kn.Value, known))
+			if d.unknown == nil {
+				d.unknown = map[*Error]bool{}
+			}
+			d.unknown[d.errs[len(d.errs)-1]] = true
 			continue
 		}
 		pairs = append(pairs, pair{key: kn.Value, kn: n.Content[i], val: resolve(n.Content[i+1]), path: kp})
@@ -252,7 +257,7 @@ func (d *decoder) fieldsOf(section string, pairs []pair, c *Config) []pair {
 }
 
 func (d *decoder) server(p pair, c *Config) {
-	d.pos[p.path] = at(p.val)
+	d.pos[p.path] = at(p.kn)
 	pairs, ok := d.mapping(p.val, p.path, serverKeys)
 	if !ok {
 		return
@@ -301,7 +306,7 @@ func (d *decoder) argv(p pair, nonEmpty bool) ([]string, bool) {
 }
 
 func (d *decoder) env(p pair) map[string]string {
-	d.pos[p.path] = at(p.val)
+	d.pos[p.path] = at(p.kn)
 	pairs, ok := d.mapping(p.val, p.path, nil)
 	if !ok {
 		return nil
@@ -322,7 +327,7 @@ func (d *decoder) env(p pair) map[string]string {
 }
 
 func (d *decoder) request(p pair, c *Config) {
-	d.pos[p.path] = at(p.val)
+	d.pos[p.path] = at(p.kn)
 	pairs, ok := d.mapping(p.val, p.path, requestKeys)
 	if !ok {
 		return
@@ -428,7 +433,7 @@ func (d *decoder) stop(p pair) []string {
 }
 
 func (d *decoder) extra(p pair) map[string]any {
-	d.pos[p.path] = at(p.val)
+	d.pos[p.path] = at(p.kn)
 	pairs, ok := d.mapping(p.val, p.path, nil)
 	if !ok {
 		return nil
@@ -534,7 +539,7 @@ func (d *decoder) order(p pair, e *Experiment) {
 }
 
 func (d *decoder) timeouts(p pair, c *Config) {
-	d.pos[p.path] = at(p.val)
+	d.pos[p.path] = at(p.kn)
 	pairs, _ := d.mapping(p.val, p.path, timeoutKeys)
 	for _, q := range pairs {
 		f := fieldByPath(q.path)
@@ -547,7 +552,7 @@ func (d *decoder) timeouts(p pair, c *Config) {
 // matrix decodes the axes and the include and exclude lists. Every axis value is checked against
 // its field, so a bad value is reported where it is written.
 func (d *decoder) matrix(p pair, e *Experiment) {
-	d.pos[p.path] = at(p.val)
+	d.pos[p.path] = at(p.kn)
 	pairs, ok := d.mapping(p.val, p.path, nil)
 	if !ok {
 		return
@@ -575,7 +580,7 @@ func (d *decoder) matrix(p pair, e *Experiment) {
 			}
 			d.pos[q.path] = at(q.kn)
 			axis := Axis{Path: q.key}
-			var seen []any
+			seen := map[any]int{} // value → index
 			good := true
 			for i, c := range n.Content {
 				ip := indexPath(q.path, i)
@@ -592,12 +597,12 @@ func (d *decoder) matrix(p pair, e *Experiment) {
 					good = false
 					continue
 				}
-				if j := slices.Index(seen, v); j >= 0 {
+				if j, dup := seen[v]; dup {
 					d.errorAt(c, ip, "value %s is already listed at %s", formatValue(raw), indexPath(q.path, j))
 					good = false
 					continue
 				}
-				seen = append(seen, v)
+				seen[v] = i
 				d.pos[ip] = at(c)
 				axis.Values = append(axis.Values, raw)
 			}

@@ -254,6 +254,7 @@ func (x *expander) axes(base *Config) []axisDef {
 			x.errorf(f.path, "is also swept by the matrix axis %s; set it in one place", a.Path)
 		}
 		d := axisDef{f: f}
+		seen := map[any]int{} // value → index
 		for i, raw := range a.Values {
 			vp := indexPath(ap, i)
 			norm, msg := f.normalize(raw)
@@ -261,10 +262,11 @@ func (x *expander) axes(base *Config) []axisDef {
 				x.errorf(vp, "%s", msg)
 				continue
 			}
-			if j := slices.IndexFunc(d.cells, func(c cell) bool { return c.norm == norm }); j >= 0 {
+			if j, dup := seen[norm]; dup {
 				x.errorf(vp, "value %s is already listed at %s", formatValue(raw), indexPath(ap, j))
 				continue
 			}
+			seen[norm] = i
 			d.cells = append(d.cells, cell{f: f, raw: raw, norm: norm, src: vp})
 		}
 		out = append(out, d)
@@ -398,6 +400,9 @@ func (x *expander) include(axes []axisDef, points []*point) []*point {
 			x.errorf(indexPath("matrix.include", i), "this entry only repeats configs the matrix already has")
 		case !matched:
 			points = append(points, &point{cells: slices.Clone(cells), src: indexPath("matrix.include", i)})
+			if len(points) > MaxConfigs {
+				return points // reported by the caller
+			}
 		}
 	}
 	return points
@@ -664,10 +669,20 @@ func durationText(d time.Duration) string {
 	return d.String()
 }
 
-// ids computes the config id and the server id from the canonical JSON of their content. JSON
-// encodes struct fields in declaration order and map keys sorted, so the bytes, and the ids, are
-// the same on any machine.
+// ids computes the config id and the server id: the first 12 hex digits of the sha256 of their
+// canonical encodings.
 func ids(c *Config) (id, serverID string, err error) {
+	cb, sb, err := canonical(c)
+	if err != nil {
+		return "", "", err
+	}
+	return hash(cb), hash(sb), nil
+}
+
+// canonical encodes a config's content, and its server's, as JSON. JSON encodes struct fields in
+// declaration order and map keys sorted, so the bytes are the same on any machine; the file's
+// path, the experiment's name and the config's position play no part.
+func canonical(c *Config) (config, server []byte, err error) {
 	s := c.Server
 	cs := canonServer{
 		Engine: s.Engine, Model: s.Model, Dtype: s.Dtype, MaxModelLen: s.MaxModelLen,
@@ -688,15 +703,13 @@ func ids(c *Config) (id, serverID string, err error) {
 		Cache:       c.Cache,
 		Timeouts:    map[string]string{"request": durationText(c.Timeouts.Request)},
 	}
-	sb, err := json.Marshal(cs)
-	if err != nil {
-		return "", "", fmt.Errorf("encode server config: %w", err)
+	if server, err = json.Marshal(cs); err != nil {
+		return nil, nil, fmt.Errorf("encode server config: %w", err)
 	}
-	cb, err := json.Marshal(cc)
-	if err != nil {
-		return "", "", fmt.Errorf("encode config: %w", err)
+	if config, err = json.Marshal(cc); err != nil {
+		return nil, nil, fmt.Errorf("encode config: %w", err)
 	}
-	return hash(cb), hash(sb), nil
+	return config, server, nil
 }
 
 func hash(b []byte) string {

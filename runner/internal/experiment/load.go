@@ -32,9 +32,16 @@ func Parse(path string, data []byte) (*Experiment, error) {
 	e := d.decode(root)
 	errs = append(errs, merge(d.errs, schemaErrors(path, root))...)
 	e.Path, e.Source, e.pos = path, data, d.pos
-	// The matrix is expanded only when what it is built from is sound; otherwise its checks
-	// would repeat the problems already found in other words.
-	if !touches(errs, "server", "request", "matrix", "repetitions", "warmup", "cache", "timeouts") {
+	// The matrix is expanded only when what it is built from is sound (an unknown key leaves
+	// the rest sound); otherwise its checks would repeat the problems already found in other
+	// words.
+	var blocking ErrorList
+	for _, e := range errs {
+		if !d.unknown[e] {
+			blocking = append(blocking, e)
+		}
+	}
+	if !touches(blocking, "server", "request", "matrix", "repetitions", "warmup", "cache", "timeouts") {
 		if _, err := e.Expand(); err != nil {
 			errs = append(errs, err.(ErrorList)...)
 		}

@@ -69,10 +69,25 @@ func yamlError(file string, data []byte, err error) *Error {
 			line = n
 		}
 		msg = m[2]
+		// yaml.v3 numbers the lines of parser errors (as opposed to scanner errors) from 0; it
+		// names the line where the construct that failed began.
+		if isParserError(msg) {
+			line++
+		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	return &Error{File: file, Line: line, Col: firstColumn(data, line), Msg: "invalid YAML: " + msg}
+}
+
+// isParserError reports whether a yaml.v3 message comes from its parser rather than its scanner.
+func isParserError(msg string) bool {
+	for _, p := range []string{"did not find expected", "found duplicate %", "found incompatible YAML document", "found undefined tag handle"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstColumn returns the 1-based column of the first non-blank character of a 1-based line.

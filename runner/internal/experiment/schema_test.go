@@ -1,0 +1,221 @@
+package experiment
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/onelayerdown/runner/schema"
+)
+
+// schemaDoc is the embedded schema decoded as plain JSON.
+func schemaDoc(t *testing.T) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(schema.Experiment, &doc); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	return doc
+}
+
+// obj follows keys through nested JSON objects.
+func obj(t *testing.T, v any, keys ...string) map[string]any {
+	t.Helper()
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("schema: %s is not an object", strings.Join(keys, "."))
+		}
+		v = m[k]
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("schema: %s is not an object", strings.Join(keys, "."))
+	}
+	return m
+}
+
+// sortedKeys returns an object's keys, sorted.
+func sortedKeys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	sort.Strings(s)
+	return s
+}
+
+func TestSchemaCompiles(t *testing.T) {
+	if _, err := compiled(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSchemaMatchesDecoder checks that the schema and the decoder accept the same keys, the same
+// axes and the same enumerated values.
+func TestSchemaMatchesDecoder(t *testing.T) {
+	doc := schemaDoc(t)
+	props := obj(t, doc, "properties")
+	sections := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"top level", sortedKeys(props), sorted(topKeys)},
+		{"server", sortedKeys(obj(t, props, "server", "properties")), sorted(serverKeys)},
+		{"request", sortedKeys(obj(t, props, "request", "properties")), sorted(requestKeys)},
+		{"timeouts", sortedKeys(obj(t, props, "timeouts", "properties")), sorted(timeoutKeys)},
+		{"matrix", sortedKeys(obj(t, props, "matrix", "properties")), sorted(append(axisPaths(), "include", "exclude"))},
+		{"include entries", sortedKeys(obj(t, props, "matrix", "properties", "include", "items", "properties")), sorted(axisPaths())},
+		{"prompt entries", sortedKeys(obj(t, props, "request", "properties", "prompts", "items", "properties")), sorted(promptKeys)},
+	}
+	for _, s := range sections {
+		if !reflect.DeepEqual(s.got, s.want) {
+			t.Errorf("%s: schema has %v, decoder %v", s.name, s.got, s.want)
+		}
+	}
+	defs := obj(t, doc, "definitions")
+	for _, f := range fields {
+		if !f.axis && f.path != "repetitions" && f.path != "warmup" {
+			continue
+		}
+		d := obj(t, defs, f.path)
+		if f.enum != nil {
+			var got []string
+			for _, v := range d["enum"].([]any) {
+				got = append(got, v.(string))
+			}
+			if !reflect.DeepEqual(got, f.enum) {
+				t.Errorf("%s: schema enum %v, decoder %v", f.path, got, f.enum)
+			}
+		}
+		if f.hasMin {
+			if got, _ := d["minimum"].(float64); got != f.min {
+				t.Errorf("%s: schema minimum %v, decoder %v", f.path, d["minimum"], f.min)
+			}
+		}
+		if f.hasMax {
+			if got, _ := d["maximum"].(float64); got != f.max {
+				t.Errorf("%s: schema maximum %v, decoder %v", f.path, d["maximum"], f.max)
+			}
+		}
+	}
+}
+
+// TestSchemaDescribesEverything checks that every property of the schema has a description,
+// which editors show on hover.
+func TestSchemaDescribesEverything(t *testing.T) {
+	doc := schemaDoc(t)
+	defs := obj(t, doc, "definitions")
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		if ref, ok := m["$ref"].(string); ok {
+			if _, ok := defs[strings.TrimPrefix(ref, "#/definitions/")]; !ok {
+				t.Errorf("%s: $ref %s names no definition", path, ref)
+			}
+			return
+		}
+		if props, ok := m["properties"].(map[string]any); ok {
+			for k, p := range props {
+				if pm, ok := p.(map[string]any); ok {
+					if _, isRef := pm["$ref"]; !isRef && pm["description"] == nil {
+						t.Errorf("%s.%s has no description", path, k)
+					}
+				}
+				walk(path+"."+k, p)
+			}
+		}
+		for _, k := range []string{"items", "additionalProperties"} {
+			walk(path+"."+k, m[k])
+		}
+		for _, k := range []string{"oneOf", "anyOf"} {
+			if alts, ok := m[k].([]any); ok {
+				for _, a := range alts {
+					walk(path, a)
+				}
+			}
+		}
+	}
+	walk("", doc)
+	for name, d := range defs {
+		if obj(t, defs, name)["description"] == nil {
+			t.Errorf("definition %s has no description", name)
+		}
+		walk(name, d)
+	}
+}
+
+// TestReadmeDocumentsEveryField checks that the README's experiment format section names every
+// field of the format.
+func TestReadmeDocumentsEveryField(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	start := strings.Index(readme, "## Experiment format")
+	if start < 0 {
+		t.Fatal("README has no \"## Experiment format\" section")
+	}
+	section := readme[start:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	var names []string
+	names = append(names, topKeys...)
+	names = append(names, serverKeys...)
+	names = append(names, requestKeys...)
+	names = append(names, orderKeys...)
+	names = append(names, "include", "exclude")
+	for _, n := range names {
+		if !strings.Contains(section, "`"+n+"`") {
+			t.Errorf("the README's experiment format section does not document `%s`", n)
+		}
+	}
+}
+
+// TestReadmeExampleIsValid checks the complete example of the README's experiment format
+// section.
+func TestReadmeExampleIsValid(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	i := strings.Index(readme, "A complete example")
+	if i < 0 {
+		t.Fatal("README has no complete example")
+	}
+	block := readme[i:]
+	start := strings.Index(block, "```yaml\n") + len("```yaml\n")
+	end := strings.Index(block[start:], "```")
+	if start < len("```yaml\n") || end < 0 {
+		t.Fatal("the complete example is not a yaml code block")
+	}
+	e, err := Parse("README.md", []byte(block[start:start+end]))
+	if err != nil {
+		t.Fatalf("the README example is invalid:\n%v", err)
+	}
+	cfgs, err := e.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(cfgs); len(got) != 6 {
+		t.Errorf("the README example expands to %v; want 6 configs (3 prompt lengths × 2 dtypes, less 1, plus 1)", got)
+	}
+}
