@@ -178,7 +178,7 @@ func TestStableIDs(t *testing.T) {
 		"another name and description": "version: 1\nname: other\ndescription: x\n" + strings.TrimPrefix(minimal, head),
 		"explicit defaults": head + "server:\n  engine: vllm\n  model: m\n  host: 127.0.0.1\n  port: 0\n  entrypoint: serve\n  ready_timeout: 10m\n  env: {A: \"1\", B: x}\n" +
 			"request:\n  api: completions\n  prompt: hi\n  max_tokens: 8\n  extra: {top_p: 0.9, top_k: 5}\nrepetitions: 10\nwarmup: 1\ncache: reset\ntimeouts:\n  request: 5m\norder: sequential\n",
-		"keys in another order": head + "request:\n  extra: {top_k: 5, top_p: 0.9}\n  max_tokens: 8\n  prompt: hi\nserver:\n  env: {B: x, A: 1}\n  model: m\n",
+		"keys in another order":       head + "request:\n  extra: {top_k: 5, top_p: 0.9}\n  max_tokens: 8\n  prompt: hi\nserver:\n  env: {B: x, A: 1}\n  model: m\n",
 		"durations written otherwise": head + "server:\n  model: m\n  ready_timeout: 600s\n  env: {A: \"1\", B: x}\nrequest:\n  prompt: hi\n  max_tokens: 8\n  extra: {top_p: 0.9, top_k: 5}\ntimeouts:\n  request: 300s\n",
 		"order of the experiment":     minimal + "order: {mode: shuffled, seed: 3}\n",
 	}
