@@ -79,7 +79,7 @@ type Server struct {
 	version  string
 	bootTime time.Duration
 	canReset bool
-	ready    bool
+	ready    atomic.Bool // readiness was reached: the server held its port
 
 	cmd       *exec.Cmd
 	pgid      int
@@ -169,6 +169,9 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 	name := srv.Engine
 	if name == "" {
 		name = DefaultEngine
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: not started: %w", name, err)
 	}
 	preset, err := lookup(name)
 	if err != nil {
@@ -304,6 +307,7 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 			started <- err
 			return
 		}
+		s.pgid = cmd.Process.Pid
 		started <- nil
 		err := cmd.Wait()
 		s.log.flush()
@@ -316,7 +320,6 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 		s.cleanupDir()
 		return nil, &BootError{Engine: s.engine, Reason: fmt.Sprintf("cannot start %s: %v", argv0, err), ExitCode: -1, Log: s.log.name}
 	}
-	s.pgid = cmd.Process.Pid
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -365,7 +368,7 @@ func (s *Server) finishBoot(ctx context.Context) error {
 		}
 	}
 	s.bootTime = time.Since(s.startedAt)
-	s.ready = true
+	s.ready.Store(true)
 
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -479,16 +482,21 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 	url := s.baseURL + path
 	interval := 200 * time.Millisecond
 	var lastNote time.Time
+	var last string // the last answer, for the timeout message
 	for {
-		status, err := s.get(ctx, url, min(5*time.Second, time.Until(deadline)))
+		// A request near the deadline still gets a moment, so that the last answer says
+		// something about the server rather than about the clock.
+		timeout := min(5*time.Second, max(time.Until(deadline), 500*time.Millisecond))
+		status, err := s.get(ctx, url, timeout)
 		if err == nil && status == http.StatusOK {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var last string
 		switch {
+		case err != nil && errors.Is(err, context.DeadlineExceeded) && timeout < 5*time.Second && last != "":
+			// Cut short by the ready timeout: keep the previous, complete answer.
 		case err != nil:
 			last = describeGetError(err)
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -569,12 +577,14 @@ func describeGetError(err error) string {
 	return "failed: " + err.Error()
 }
 
-// terminate sends SIGTERM to the server's process group, once.
+// terminate sends SIGTERM to the server's process group, once. It may run from exec's
+// context watcher before Start has read the pid, so it takes it from the process itself.
 func (s *Server) terminate() {
 	s.stopping.Store(true)
 	s.termOnce.Do(func() {
-		s.log.note("stopping: SIGTERM to process group %d", s.pgid)
-		killGroup(s.pgid, syscall.SIGTERM)
+		pgid := s.cmd.Process.Pid
+		s.log.note("stopping: SIGTERM to process group %d", pgid)
+		killGroup(pgid, syscall.SIGTERM)
 	})
 }
 
@@ -620,7 +630,7 @@ func (s *Server) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s: %d process(es) of the server's group did not stop within %s of SIGTERM; killed them", s.engine, len(left), s.grace))
 		}
 	}
-	if s.ready {
+	if s.ready.Load() {
 		if err := waitPortFree(ctx, s.host, s.port, s.portWait); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.engine, err))
 		}
