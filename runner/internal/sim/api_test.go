@@ -90,10 +90,10 @@ func TestTokenize(t *testing.T) {
 		body  string
 		count int
 	}{
-		{`{"prompt":"the"}`, 2},                             // BOS + "the"
-		{`{"prompt":"the","add_special_tokens":false}`, 1},  //
-		{`{"prompt":"hello world"}`, 3},                     // BOS "hello" " world"
-		{`{"prompt":"xyz","add_special_tokens":false}`, 3},  // unknown word: one token per character
+		{`{"prompt":"the"}`, 2},                            // BOS + "the"
+		{`{"prompt":"the","add_special_tokens":false}`, 1}, //
+		{`{"prompt":"hello world"}`, 3},                    // BOS "hello" " world"
+		{`{"prompt":"xyz","add_special_tokens":false}`, 3}, // unknown word: one token per character
 		{`{"prompt":" the the.","add_special_tokens":false}`, 3},
 		{`{"prompt":"é😀","add_special_tokens":false}`, 2},
 		{`{"prompt":"<s>hi</s>","add_special_tokens":false}`, 3},

@@ -142,7 +142,7 @@ type chunk struct {
 			CachedTokens int `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
-	PromptTokenIDs []int `json:"prompt_token_ids"`
+	PromptTokenIDs []int  `json:"prompt_token_ids"`
 	Sim            *stamp `json:"sim"`
 	Error          any    `json:"error"`
 }
