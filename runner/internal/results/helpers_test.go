@@ -3,6 +3,7 @@ package results
 import (
 	"flag"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
@@ -56,7 +57,7 @@ func fakeRequest(c experiment.Config, seq int) record.Request {
 	case seq <= c.Warmup:
 		phase, rep = record.PhaseWarmup, seq-1
 	}
-	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
+	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(math.Round(x * 1e6))) }
 	n := c.Request.MaxTokens
 	ttft := 20 + float64((seq*37)%11) + float64(c.Index)*5 + 0.123456
 	gap := 2.5 + float64((seq*13)%7)/10
@@ -74,12 +75,12 @@ func fakeRequest(c experiment.Config, seq int) record.Request {
 		OutputText: "The quick brown fox\n\"jumps\", over",
 	}
 	// A role-only chunk, the text events, a finish chunk and a usage-only chunk.
-	r.EventList = append(r.EventList, record.Event{Seq: 0, SinceT0: time.Duration((ttft - 0.3) * 1e6), Bytes: 120})
+	r.EventList = append(r.EventList, record.Event{Seq: 0, SinceT0: time.Duration(math.Round((ttft - 0.3) * 1e6)), Bytes: 120})
 	for i := 0; i < n; i++ {
-		r.EventList = append(r.EventList, record.Event{Seq: i + 1, SinceT0: time.Duration((ttft + gap*float64(i)) * 1e6),
+		r.EventList = append(r.EventList, record.Event{Seq: i + 1, SinceT0: time.Duration(math.Round((ttft + gap*float64(i)) * 1e6)),
 			Bytes: 180 + i%3, TextLen: 3 + i%4, Tokens: record.Int(1), Text: true})
 	}
-	r.EventList = append(r.EventList, record.Event{Seq: n + 1, SinceT0: time.Duration((ttft + gap*float64(n-1) + 0.3) * 1e6), Bytes: 150, Tokens: record.Int(0)})
+	r.EventList = append(r.EventList, record.Event{Seq: n + 1, SinceT0: time.Duration(math.Round((ttft + gap*float64(n-1) + 0.3) * 1e6)), Bytes: 150, Tokens: record.Int(0)})
 	return r
 }
 

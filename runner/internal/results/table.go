@@ -294,7 +294,10 @@ func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, 
 		for {
 			off := cr.InputOffset()
 			fields, err := cr.Read()
-			line, _ := cr.FieldPos(0)
+			line := 0
+			if err == nil {
+				line, _ = cr.FieldPos(0)
+			}
 			if err == io.EOF && !headerDone {
 				fatal = fmt.Errorf("%s:1: empty file: no header row", name)
 				return zero, 1, off, fatal
@@ -324,7 +327,10 @@ func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, 
 				continue
 			}
 			if v := fields[versionAt]; v != strconv.Itoa(FormatVersion) {
-				return zero, line, off, &VersionError{File: name, Line: line, Version: strconv.Quote(v)}
+				if v == "" {
+					v = `""`
+				}
+				return zero, line, off, &VersionError{File: name, Line: line, Version: v}
 			}
 			var rec T
 			for i, c := range t.cols {

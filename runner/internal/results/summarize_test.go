@@ -1,0 +1,107 @@
+package results
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/record"
+)
+
+func TestSummarizeSelectsAndWarns(t *testing.T) {
+	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
+	row := func(phase record.Phase, ttft float64) record.Request {
+		return record.Request{ConfigID: "a", Phase: phase, Status: record.StatusOK, TTFT: ms(ttft), E2E: ms(ttft + 100),
+			TPOTEvent: ms(2), TPOTToken: ms(2), TPOTTokenExact: true, ITLMedian: ms(2), TextEvents: 10,
+			OutputTokens: record.Int(10), TokenSource: record.SourceUsage, TokensFromUsage: record.Int(10)}
+	}
+	var reqs []record.Request
+	reqs = append(reqs, row(record.PhaseFirst, 1000), row(record.PhaseWarmup, 900))
+	for i, ttft := range []float64{30, 10, 60, 20, 50, 40} {
+		r := row(record.PhaseMeasure, ttft)
+		if i < 2 {
+			r.TPOTTokenExact = false
+		}
+		if i == 5 {
+			r.TokenSource, r.TokensFromTiktoken = record.SourceTiktoken, record.Int(11)
+			r.TokensFromUsage = nil
+		}
+		reqs = append(reqs, r)
+	}
+	one := row(record.PhaseMeasure, 70) // one text event: no tpot, no itl
+	one.TPOTEvent, one.TPOTToken, one.ITLMedian, one.TextEvents, one.TPOTTokenExact = nil, nil, nil, 1, false
+	one.TokenSource, one.TokensFromTiktoken, one.TokensFromUsage = record.SourceTiktoken, record.Int(1), record.Int(1)
+	one.TokensFromIDs = record.Int(2) // disagrees with usage; tiktoken, an approximation, is not compared
+	reqs = append(reqs, one)
+	bad := row(record.PhaseMeasure, 5)
+	bad.Status, bad.ErrorClass = record.StatusFailed, record.ErrTimeout
+	reqs = append(reqs, bad)
+	reqs = append(reqs, record.Request{ConfigID: "stray", ServerID: "s9", Phase: record.PhaseMeasure, Status: record.StatusOK})
+
+	configs := []experiment.Config{{ID: "b", Index: 1, Label: "B"}, {ID: "a", Index: 0, Label: "A", ServerID: "s1"}}
+	rows := Summarize(configs, reqs)
+	if len(rows) != 3*len(Metrics()) {
+		t.Fatalf("%d rows", len(rows))
+	}
+	get := func(id, metric string) SummaryRow {
+		for _, r := range rows {
+			if r.ConfigID == id && r.Metric == metric {
+				return r
+			}
+		}
+		t.Fatalf("no row for %s %s", id, metric)
+		return SummaryRow{}
+	}
+	// Configs in expansion order, then the stray one; metrics in order within each.
+	for i, r := range rows {
+		want := []string{"a", "b", "stray"}[i/len(Metrics())]
+		if r.ConfigID != want || r.Metric != Metrics()[i%len(Metrics())].Name {
+			t.Errorf("row %d is %s %s", i, r.ConfigID, r.Metric)
+		}
+	}
+
+	// ttft over the seven successful measured rows 10..70: first, warm-up and failed left out.
+	// p95: rank 0.95·6 = 5.7 → 60 + 0.7·10 = 67. B(7,½): P(B=0) = 1/128 ≤ 0.025 < P(B≤1) = 8/128,
+	// so the interval is [x(1), x(7)] with coverage 1 − 2/128.
+	ttft := get("a", "ttft_ms")
+	if ttft.ConfigIndex != 0 || ttft.Label != "A" || ttft.ServerID != "s1" || ttft.N != 7 || ttft.NFailed != 1 || ttft.NMissing != 0 ||
+		ttft.Min != 10 || ttft.Median != 40 || ttft.Max != 70 || ttft.Mean != 40 || math.Abs(ttft.P95-67) > 1e-9 ||
+		ttft.MedianCILow != 10 || ttft.MedianCIHigh != 70 || ttft.MedianCILevel != 1-2.0/128 {
+		t.Errorf("ttft_ms row: %+v", ttft)
+	}
+	wantWarn := []string{"1 of 8 measured requests failed", "n=7: p95 and p99 lie between the two largest values"}
+	if !reflect.DeepEqual(ttft.Warnings, wantWarn) {
+		t.Errorf("ttft_ms warnings %q, want %q", ttft.Warnings, wantWarn)
+	}
+	tpot := get("a", "tpot_token_ms")
+	if tpot.N != 6 || tpot.NMissing != 1 || tpot.Median != 2 {
+		t.Errorf("tpot_token_ms row: %+v", tpot)
+	}
+	wantWarn = []string{"1 of 8 measured requests failed", "n=6: p95 and p99 lie between the two largest values",
+		"1 successful requests have no tpot_token_ms",
+		"2 of 6 values estimated from (output tokens − 1) without per-event token counts"}
+	if !reflect.DeepEqual(tpot.Warnings, wantWarn) {
+		t.Errorf("tpot_token_ms warnings %q, want %q", tpot.Warnings, wantWarn)
+	}
+	out := get("a", "output_tokens")
+	wantWarn = []string{"1 of 8 measured requests failed", "n=7: p95 and p99 lie between the two largest values",
+		"counts come from several sources: tiktoken 2, usage 5",
+		"1 requests have token counts that disagree between ids, usage and /tokenize"}
+	if out.N != 7 || !reflect.DeepEqual(out.Warnings, wantWarn) {
+		t.Errorf("output_tokens row: %+v\nwant warnings %q", out, wantWarn)
+	}
+	if ev := get("a", "text_events"); ev.N != 7 || ev.Min != 1 || ev.Max != 10 {
+		t.Errorf("text_events row: %+v", ev)
+	}
+
+	empty := get("b", "ttft_ms")
+	if empty.N != 0 || empty.NFailed != 0 || !math.IsNaN(empty.Median) || !reflect.DeepEqual(empty.Warnings, []string{"no samples"}) {
+		t.Errorf("row of a config without requests: %+v", empty)
+	}
+	stray := get("stray", "ttft_ms")
+	if stray.ConfigIndex != -1 || stray.Label != "stray" || stray.N != 0 || stray.NMissing != 1 {
+		t.Errorf("row of a config the list lacks: %+v", stray)
+	}
+}
