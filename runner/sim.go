@@ -75,6 +75,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cacheBlocks     = fs.Int("cache-blocks", def.CacheBlocks, "prefix-cache capacity in blocks (least recently used go first)")
 		tokensDetails   = fs.Bool("enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens")
 		eosProb         = fs.Float64("eos-probability", 0, "chance per token (after min_tokens, unless ignore_eos) of ending with EOS")
+		apiKey          = fs.String("api-key", "", "require this bearer token on /v1 requests (also VLLM_API_KEY)")
 		devMode         = fs.Bool("dev-mode", false, "register POST /reset_prefix_cache (also VLLM_SERVER_DEV_MODE=1)")
 		stamp           = fs.Bool("stamp", false, `add the ground-truth "sim" field to every streamed chunk`)
 		faultSpec       = fs.String("fault", "", "faults injected into every request (see above)")
@@ -137,6 +138,10 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.CacheBlocks = *cacheBlocks
 	cfg.PromptTokensDetails = *tokensDetails
 	cfg.EOSProbability = *eosProb
+	cfg.APIKey = *apiKey
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("VLLM_API_KEY")
+	}
 	cfg.DevMode = *devMode || os.Getenv("VLLM_SERVER_DEV_MODE") == "1"
 	cfg.Stamp = *stamp
 	cfg.Faults = faults

@@ -236,3 +236,23 @@ func TestUnknownFieldsWarnAndRequestID(t *testing.T) {
 		t.Errorf("no access log line:\n%s", out)
 	}
 }
+
+func TestAPIKey(t *testing.T) {
+	_, ts := startServer(t, func(c *Config) { c.APIKey = "sekret" })
+	body := `{"prompt":"the","max_tokens":1}`
+	resp, b, _ := post(t, ts, "/v1/completions", body, nil)
+	if resp.StatusCode != 401 || string(b) != `{"error":"Unauthorized"}` {
+		t.Errorf("no key: HTTP %d %s, want 401", resp.StatusCode, b)
+	}
+	resp, _, _ = post(t, ts, "/v1/completions", body, map[string]string{"Authorization": "Bearer wrong"})
+	if resp.StatusCode != 401 {
+		t.Errorf("wrong key: HTTP %d, want 401", resp.StatusCode)
+	}
+	resp, b, _ = post(t, ts, "/v1/completions", body, map[string]string{"Authorization": "Bearer sekret"})
+	if resp.StatusCode != 200 {
+		t.Errorf("right key: HTTP %d %s", resp.StatusCode, b)
+	}
+	if r, _ := get(t, ts, "/health"); r.StatusCode != 200 {
+		t.Errorf("/health needs no key, got HTTP %d", r.StatusCode)
+	}
+}

@@ -60,6 +60,10 @@ type Config struct {
 	// ignore_eos never end early. 0 (the default) makes every request run to max_tokens.
 	EOSProbability float64
 
+	// APIKey, when set, must come as "Authorization: Bearer KEY" on every /v1 request, as with
+	// vLLM's --api-key; other requests get 401 {"error":"Unauthorized"}.
+	APIKey string
+
 	// DevMode registers POST /reset_prefix_cache, as VLLM_SERVER_DEV_MODE=1 does for vLLM.
 	DevMode bool
 	// Stamp adds the ground-truth "sim" field to every streamed chunk, as the X-Sim-Stamp: 1

@@ -184,7 +184,7 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, rc *request
 	for _, f := range rc.faults {
 		if f.Kind == FaultRefuse && hasOption(fields, f.Arg) {
 			s.writeError(w, http.StatusBadRequest, "BadRequestError",
-				fmt.Sprintf("%s is not supported by this server", f.Arg))
+				fmt.Sprintf("Unrecognized request argument supplied: %s", f.Arg))
 			return false
 		}
 	}

@@ -120,6 +120,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.DevMode {
 		routes["/reset_prefix_cache"] = route{http.MethodPost, s.handleResetPrefixCache}
 	}
+	if s.cfg.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1") &&
+		r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+		return
+	}
 	rt, ok := routes[r.URL.Path]
 	switch {
 	case !ok:
