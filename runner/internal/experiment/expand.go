@@ -546,25 +546,20 @@ func (x *expander) resolve(c *Config, src map[string]string) bool {
 	}
 	if m := c.Server.MaxModelLen; m > 0 && c.Request.MaxTokens > 0 {
 		fit := []string{"request.prompt_tokens", "request.max_tokens", "server.max_model_len"}
-		// Point at a value the matrix varies, since that is the one to change.
-		at := ""
-		for _, p := range fit {
-			if s, ok := src[p]; ok && s != p {
-				at = s
-				break
-			}
-		}
-		if c.Request.PromptTokens > 0 && c.Request.PromptTokens+c.Request.MaxTokens > m {
-			if at == "" {
-				at = src["request.prompt_tokens"]
+		if c.Request.MaxTokens >= m {
+			// Too long whatever the prompt: the same problem for every config with this value.
+			x.errorf(src["request.max_tokens"], "max_tokens %d leaves no room for a prompt within max_model_len %d", c.Request.MaxTokens, m)
+		} else if c.Request.PromptTokens > 0 && c.Request.PromptTokens+c.Request.MaxTokens > m {
+			// Point at a value the matrix varies, since that is the one to change.
+			at := src["request.prompt_tokens"]
+			for _, p := range fit {
+				if s, ok := src[p]; ok && s != p {
+					at = s
+					break
+				}
 			}
 			x.errorf(at, "prompt_tokens %d + max_tokens %d = %d does not fit max_model_len %d%s",
 				c.Request.PromptTokens, c.Request.MaxTokens, c.Request.PromptTokens+c.Request.MaxTokens, m, about(fit...))
-		} else if c.Request.MaxTokens >= m {
-			if at == "" {
-				at = src["request.max_tokens"]
-			}
-			x.errorf(at, "max_tokens %d leaves no room for a prompt within max_model_len %d%s", c.Request.MaxTokens, m, about(fit...))
 		}
 	}
 	if len(x.errs) > n {
