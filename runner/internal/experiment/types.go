@@ -2,7 +2,10 @@ package experiment
 
 import "time"
 
-// Experiment is a loaded, validated experiment file (format version 1).
+// Experiment is a loaded, validated experiment file (format version 1). Its Server, Request and
+// Cache hold what the file says, without defaults, since a matrix axis may still change them;
+// Repetitions, Warmup, Order and Timeouts have their defaults applied. Expand resolves everything
+// into Configs.
 type Experiment struct {
 	Version     int
 	Name        string // [a-z0-9._-]+; part of result paths
@@ -13,7 +16,7 @@ type Experiment struct {
 	Matrix      Matrix
 	Repetitions int
 	Warmup      int
-	Cache       string // "reset" | "keep"
+	Cache       string // "reset" | "keep"; "" means the default, reset
 	Order       Order
 	Timeouts    Timeouts
 
@@ -91,11 +94,12 @@ type Timeouts struct {
 	Request time.Duration // whole request, first byte to end of stream
 }
 
-// Config is one point of the expanded matrix: everything needed to send its requests.
+// Config is one point of the expanded matrix: everything needed to send its requests, with
+// every default applied (see the Default constants) and exactly one prompt resolved.
 type Config struct {
 	ID       string      // stable: the same content gives the same id on any machine
 	ServerID string      // stable id of the Server part; configs sharing it share one boot
-	Label    string      // readable, e.g. "max_tokens=64,prompt_tokens=512"
+	Label    string      // readable, e.g. "max_tokens=64,prompt_tokens=512"; "default" without axes
 	Index    int         // position in the expansion order
 	Axes     []AxisValue // the axis values of this point, in axis order
 
