@@ -17,6 +17,7 @@ type hintInfo struct {
 // hintRule recognises one known failure in a server's log and says what to change.
 type hintRule struct {
 	name string
+	keys []string // the regexp runs only on lines holding one of these
 	re   *regexp.Regexp
 	text func(m []string, in hintInfo) string
 }
@@ -26,6 +27,7 @@ var hintRules = []hintRule{
 	{
 		// vLLM refuses bfloat16 below compute capability 8.0 (Tesla T4 is 7.5, V100 7.0).
 		name: "bf16",
+		keys: []string{"Bfloat16"},
 		re:   regexp.MustCompile(`Bfloat16 is only supported on GPUs with compute capability of at least [0-9.]+\.(?: Your (.+?) GPU has compute capability (\d+(?:\.\d+)?))?`),
 		text: func(m []string, _ hintInfo) string {
 			gpu := "this GPU"
@@ -39,6 +41,7 @@ var hintRules = []hintRule{
 		// vLLM V0: "The model's max seq len (32768) is larger than the maximum number of tokens
 		// that can be stored in KV cache (7344)".
 		name: "kv-cache",
+		keys: []string{"max seq len"},
 		re:   regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`),
 		text: func(m []string, _ hintInfo) string {
 			return fmt.Sprintf("the KV cache holds %s tokens, less than max_model_len %s: lower server.max_model_len to at most %s, or give the KV cache more memory (--gpu-memory-utilization in server.args)", m[2], m[1], m[2])
@@ -48,6 +51,7 @@ var hintRules = []hintRule{
 		// vLLM V1: "... Based on the available memory, the estimated maximum model length is
 		// 5632."
 		name: "kv-cache",
+		keys: []string{"estimated maximum model length"},
 		re:   regexp.MustCompile(`(?:max seq len \((\d+)\).*)?estimated maximum model length is (\d+)`),
 		text: func(m []string, _ hintInfo) string {
 			of := ""
@@ -59,6 +63,7 @@ var hintRules = []hintRule{
 	},
 	{
 		name: "kv-cache",
+		keys: []string{"No available memory"},
 		re:   regexp.MustCompile(`No available memory for the cache blocks`),
 		text: func([]string, hintInfo) string {
 			return "no GPU memory is left for the KV cache: raise --gpu-memory-utilization in server.args, lower server.max_model_len, or use a smaller model"
@@ -66,6 +71,7 @@ var hintRules = []hintRule{
 	},
 	{
 		name: "oom",
+		keys: []string{"out of memory", "OutOfMemory"},
 		re:   regexp.MustCompile(`CUDA out of memory|OutOfMemoryError|CUDA error: out of memory`),
 		text: func([]string, hintInfo) string {
 			return "the GPU ran out of memory: lower gpu memory use (--gpu-memory-utilization in server.args), lower server.max_model_len, or use a smaller model"
@@ -75,12 +81,14 @@ var hintRules = []hintRule{
 		// Python's "[Errno 98] ... address already in use", Go's "bind: address already in
 		// use", llama-server's "couldn't bind HTTP server socket".
 		name: "port",
+		keys: []string{"lready in use", "Errno 98", "couldn't bind"},
 		re:   regexp.MustCompile(`(?i)address already in use|\[Errno 98\]|couldn't bind HTTP server socket`),
 		text: func(_ []string, in hintInfo) string { return portHint(in.Host, in.Port) },
 	},
 	{
 		// argparse: "vllm serve: error: unrecognized arguments: --foo 1".
 		name: "args",
+		keys: []string{"unrecognized arguments"},
 		re:   regexp.MustCompile(`error: unrecognized arguments: (.+)`),
 		text: func(m []string, in hintInfo) string {
 			return fmt.Sprintf("%s does not know the argument(s) %s: fix server.args (compare with the installed version's --help)", in.Engine, strings.TrimSpace(m[1]))
@@ -89,6 +97,7 @@ var hintRules = []hintRule{
 	{
 		// argparse: "error: argument --dtype: invalid choice: 'bf16' (choose from ...)".
 		name: "args",
+		keys: []string{"error: argument "},
 		re:   regexp.MustCompile(`error: argument (\S+?): (.+)`),
 		text: func(m []string, in hintInfo) string {
 			return fmt.Sprintf("%s rejected %s: %s; fix %s", in.Engine, m[1], strings.TrimSpace(m[2]), settingOf(m[1]))
@@ -97,6 +106,7 @@ var hintRules = []hintRule{
 	{
 		// llama.cpp's common argument parser: "error: invalid argument: --foo".
 		name: "args",
+		keys: []string{"invalid argument"},
 		re:   regexp.MustCompile(`error: invalid argument: (\S+)`),
 		text: func(m []string, in hintInfo) string {
 			return fmt.Sprintf("%s does not know the argument %s: fix server.args (compare with the installed version's --help)", in.Engine, m[1])
@@ -104,6 +114,7 @@ var hintRules = []hintRule{
 	},
 	{
 		name: "model",
+		keys: []string{"not a local folder", "Repository Not Found", "load model", "loading model"},
 		re:   regexp.MustCompile(`is not a local folder and is not a valid model identifier|Repository Not Found|failed to load model|error loading model`),
 		text: func([]string, hintInfo) string {
 			return "the server could not load the model: check server.model (a local path or a model id the server can fetch)"
@@ -128,6 +139,9 @@ func (h *hintScanner) scan(line string) {
 	defer h.mu.Unlock()
 	for _, r := range hintRules {
 		if _, done := h.found[r.name]; done {
+			continue
+		}
+		if !containsAny(line, r.keys) {
 			continue
 		}
 		if m := r.re.FindStringSubmatch(line); m != nil {
@@ -196,4 +210,13 @@ func settingOf(flag string) string {
 		return "server.host"
 	}
 	return "server.args"
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
