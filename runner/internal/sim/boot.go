@@ -57,6 +57,7 @@ type BootError struct {
 	Msg  string
 }
 
+// Error returns the failure's message.
 func (e *BootError) Error() string { return "engine start-up failed: " + e.Msg }
 
 // computeCapability returns the compute capability of the GPUs the simulator knows by name, or 0.

@@ -253,13 +253,13 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, rc *request
 	}
 
 	n := len(rc.promptIDs)
-	max := req.MaxTokens
+	limit := req.MaxTokens
 	if rc.chat && req.MaxCompletionTokens != nil {
-		max = req.MaxCompletionTokens
+		limit = req.MaxCompletionTokens
 	}
 	switch {
-	case max != nil:
-		rc.maxTokens = *max
+	case limit != nil:
+		rc.maxTokens = *limit
 	case rc.chat:
 		rc.maxTokens = s.cfg.MaxModelLen - n
 	default:

@@ -76,12 +76,7 @@ func (s *Server) ResetPrefixCache() {
 // Dead reports whether a simulated in-process crash has killed the engine.
 func (s *Server) Dead() bool { return s.dead.Load() }
 
-func (s *Server) now() time.Time {
-	if s.cfg.Now != nil {
-		return s.cfg.Now()
-	}
-	return time.Now()
-}
+func (s *Server) now() time.Time { return s.cfg.now() }
 
 // next returns a new request sequence number and a 32-hex-digit request id drawn from the seed.
 func (s *Server) next() (seq uint64, hex string) {
@@ -102,39 +97,48 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w = sw
 	w.Header().Set("Server", "uvicorn")
 
-	type route struct {
-		method string
-		h      func(http.ResponseWriter, *http.Request)
-	}
-	routes := map[string]route{
-		"/health":              {http.MethodGet, s.handleHealth},
-		"/ping":                {http.MethodGet, s.handleHealth},
-		"/version":             {http.MethodGet, s.handleVersion},
-		"/v1/models":           {http.MethodGet, s.handleModels},
-		"/metrics":             {http.MethodGet, s.handleMetrics},
-		"/tokenize":            {http.MethodPost, s.handleTokenize},
-		"/detokenize":          {http.MethodPost, s.handleDetokenize},
-		"/v1/completions":      {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) }},
-		"/v1/chat/completions": {http.MethodPost, func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) }},
-	}
-	if s.cfg.DevMode {
-		routes["/reset_prefix_cache"] = route{http.MethodPost, s.handleResetPrefixCache}
-	}
 	if s.cfg.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1") &&
 		r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
 		return
 	}
-	rt, ok := routes[r.URL.Path]
+	method, h := s.route(r.URL.Path)
 	switch {
-	case !ok:
+	case h == nil:
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
-	case r.Method != rt.method:
-		w.Header().Set("Allow", rt.method)
+	case r.Method != method:
+		w.Header().Set("Allow", method)
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
 	default:
-		rt.h(w, r)
+		h(w, r)
 	}
+}
+
+// route returns the method and handler of path, or a nil handler for an unknown path.
+func (s *Server) route(path string) (string, func(http.ResponseWriter, *http.Request)) {
+	switch path {
+	case "/health", "/ping":
+		return http.MethodGet, s.handleHealth
+	case "/version":
+		return http.MethodGet, s.handleVersion
+	case "/v1/models":
+		return http.MethodGet, s.handleModels
+	case "/metrics":
+		return http.MethodGet, s.handleMetrics
+	case "/tokenize":
+		return http.MethodPost, s.handleTokenize
+	case "/detokenize":
+		return http.MethodPost, s.handleDetokenize
+	case "/v1/completions":
+		return http.MethodPost, func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) }
+	case "/v1/chat/completions":
+		return http.MethodPost, func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) }
+	case "/reset_prefix_cache":
+		if s.cfg.DevMode {
+			return http.MethodPost, s.handleResetPrefixCache
+		}
+	}
+	return "", nil
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -395,7 +399,7 @@ func pyQuote(s string) string {
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case r < 0x20 || r > 0x7e && r < 0x10000:
+		case r < 0x20 || r > 0x7f && r < 0x10000:
 			fmt.Fprintf(&b, `\u%04x`, r)
 		case r >= 0x10000:
 			r -= 0x10000
