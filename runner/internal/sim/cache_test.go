@@ -125,15 +125,15 @@ func TestPrefixCacheServer(t *testing.T) {
 // TestPrefixCacheSpeedsUpRealTime checks on the real clock that a repeated long prompt's first
 // event comes sooner than the first time, by about the cached tokens' prefill.
 func TestPrefixCacheSpeedsUpRealTime(t *testing.T) {
-	_, ts := startServer(t, func(c *Config) { c.Now = nil; c.PrefillPerToken = ms / 5 })
+	_, ts := startServer(t, func(c *Config) { c.Now = nil; c.PrefillPerToken = ms / 2 })
 	prompt := strings.Repeat(" the", 399) // 400 tokens with BOS
 	body := fmt.Sprintf(`{"prompt":%q,"max_tokens":1,"stream":true}`, prompt)
 	sent, evs := streamTimed(t, ts.URL+"/v1/completions", body, nil)
 	coldTTFT := evs[0].at.Sub(sent)
 	sent, evs = streamTimed(t, ts.URL+"/v1/completions", body, nil)
 	warmTTFT := evs[0].at.Sub(sent)
-	if coldTTFT < 80*ms {
-		t.Errorf("cold TTFT %v is below its 80ms of prefill", coldTTFT)
+	if coldTTFT < 200*ms {
+		t.Errorf("cold TTFT %v is below its 200ms of prefill", coldTTFT)
 	}
 	if warmTTFT >= coldTTFT {
 		t.Errorf("warm TTFT %v is not below cold TTFT %v", warmTTFT, coldTTFT)
