@@ -2,11 +2,284 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
-// cmdSummary is not built yet.
+const summaryDescription = `
+Summarise a result folder: for each config and metric, over the measured requests (warm-up
+requests, the first request after each server boot and failed requests left out), the number of
+values, the failures, the median, p95, p99, min, max, mean, standard deviation and a
+distribution-free 95% confidence interval for the median. Percentiles interpolate linearly
+between closest ranks (NumPy's default). Warnings say what the numbers cannot carry, such as too
+few samples for an interval.
+
+The summary is computed from requests.csv, so it also works on an interrupted folder.
+
+Formats: text, an aligned table; markdown, a table for a pull request or a wiki; csv, the rows
+of summary.csv; json, one object with the folder's facts and "rows". Durations are in
+milliseconds, counts in units; a missing value is "-" in text and markdown, empty in csv and null
+in json.`
+
+// summaryFormats are the values of summary's --format flag.
+var summaryFormats = []string{"text", "markdown", "csv", "json"}
+
+// cmdSummary prints the summary of one result folder.
 func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("summary: not implemented yet")
+	fs := newFlagSet("summary", "runner summary RESULT_DIR [--format text|markdown|csv|json]", summaryDescription, stderr)
+	format := fs.String("format", "text", "output format: text, markdown, csv or json")
+	dirs, helped, err := flagsAndFiles(fs, args)
+	if helped || err != nil {
+		return err
+	}
+	if len(dirs) != 1 {
+		return usageError("summary: want exactly one result folder, got %d (usage: runner summary RESULT_DIR [--format text|markdown|csv|json])", len(dirs))
+	}
+	var write func(io.Writer, *summaryReport) error
+	switch *format {
+	case "text":
+		write = writeSummaryText
+	case "markdown", "md":
+		write = writeSummaryMarkdown
+	case "csv":
+		write = func(w io.Writer, s *summaryReport) error { return results.WriteSummary(w, s.rows) }
+	case "json":
+		write = writeSummaryJSON
+	default:
+		return usageError("summary: unknown format %q (want %s)", *format, strings.Join(summaryFormats, ", "))
+	}
+	rep, err := loadSummary(dirs[0])
+	if err != nil {
+		return &exitError{code: 2, msg: "runner: summary: " + err.Error()}
+	}
+	for _, n := range rep.notes {
+		fmt.Fprintf(stderr, "runner: summary: %s: %s\n", dirs[0], n)
+	}
+	return write(stdout, rep)
+}
+
+// summaryReport is what `runner summary` shows of a folder.
+type summaryReport struct {
+	man      *results.Manifest
+	status   results.Status
+	requests int // measured requests
+	failed   int // measured requests that failed
+	rows     []results.SummaryRow
+	notes    []string
+}
+
+func loadSummary(dir string) (*summaryReport, error) {
+	r, err := results.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := r.Requests()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	rep := &summaryReport{man: r.Manifest(), status: r.Status(), notes: r.Notes(),
+		rows: results.Summarize(r.Manifest().Configs, reqs)}
+	for _, q := range reqs {
+		if q.Phase == record.PhaseMeasure {
+			rep.requests++
+			if q.Status != record.StatusOK {
+				rep.failed++
+			}
+		}
+	}
+	return rep, nil
+}
+
+// headline is the one-line description of the folder above the table.
+func (s *summaryReport) headline() string {
+	return fmt.Sprintf("experiment %s, status %s, %d measured requests (%d failed), started %s",
+		s.man.Experiment.Name, s.status, s.requests, s.failed, s.man.Start.UTC().Format("2006-01-02T15:04:05Z"))
+}
+
+// summaryNum formats a value for the text and markdown tables.
+func summaryNum(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", f)
+}
+
+func summaryCI(r results.SummaryRow) string {
+	if math.IsNaN(r.MedianCILow) {
+		return "-"
+	}
+	return fmt.Sprintf("[%s, %s]", summaryNum(r.MedianCILow), summaryNum(r.MedianCIHigh))
+}
+
+var summaryHeader = []string{"config", "metric", "n", "failed", "median", "p95", "p99", "min", "max", "mean", "stddev", "median 95% CI"}
+
+func summaryCells(r results.SummaryRow) []string {
+	return []string{r.Label, r.Metric, fmt.Sprint(r.N), fmt.Sprint(r.NFailed), summaryNum(r.Median), summaryNum(r.P95),
+		summaryNum(r.P99), summaryNum(r.Min), summaryNum(r.Max), summaryNum(r.Mean), summaryNum(r.Stddev), summaryCI(r)}
+}
+
+// summaryWarning is one distinct warning of a config and the metrics it applies to.
+type summaryWarning struct {
+	label   string
+	text    string
+	metrics []string
+}
+
+// groupWarnings merges the warnings of each config's rows: one line per distinct text, with the
+// metrics it concerns ("all metrics" when it concerns each of them).
+func groupWarnings(rows []results.SummaryRow) []summaryWarning {
+	var out []summaryWarning
+	nMetrics := len(results.Metrics())
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].ConfigID == rows[i].ConfigID {
+			j++
+		}
+		var group []summaryWarning
+		for _, r := range rows[i:j] {
+			for _, w := range r.Warnings {
+				k := 0
+				for k < len(group) && group[k].text != w {
+					k++
+				}
+				if k == len(group) {
+					group = append(group, summaryWarning{label: r.Label, text: w})
+				}
+				group[k].metrics = append(group[k].metrics, r.Metric)
+			}
+		}
+		for k := range group {
+			if len(group[k].metrics) == nMetrics && j-i == nMetrics {
+				group[k].metrics = []string{"all metrics"}
+			}
+		}
+		out = append(out, group...)
+		i = j
+	}
+	return out
+}
+
+func writeSummaryText(w io.Writer, s *summaryReport) error {
+	fmt.Fprintln(w, s.headline())
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// Left-align the two text columns by padding them here; tabwriter aligns the numbers right.
+	wl, wm := len(summaryHeader[0]), len(summaryHeader[1])
+	for _, r := range s.rows {
+		wl, wm = max(wl, len([]rune(r.Label))), max(wm, len(r.Metric))
+	}
+	line := func(cells []string) {
+		cells[0] = cells[0] + strings.Repeat(" ", wl-len([]rune(cells[0])))
+		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	line(append([]string(nil), summaryHeader...))
+	prev := ""
+	for _, r := range s.rows {
+		cells := summaryCells(r)
+		if r.ConfigID == prev {
+			cells[0] = ""
+		}
+		prev = r.ConfigID
+		line(cells)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if ws := groupWarnings(s.rows); len(ws) > 0 {
+		fmt.Fprintln(w, "\nwarnings:")
+		for _, x := range ws {
+			fmt.Fprintf(w, "  %s: %s (%s)\n", x.label, x.text, strings.Join(x.metrics, ", "))
+		}
+	}
+	return nil
+}
+
+func writeSummaryMarkdown(w io.Writer, s *summaryReport) error {
+	esc := strings.NewReplacer("|", `\|`, "\n", " ")
+	fmt.Fprintf(w, "**%s**\n\n", esc.Replace(s.headline()))
+	fmt.Fprintf(w, "| %s |\n", strings.Join(summaryHeader, " | "))
+	fmt.Fprint(w, "| --- | --- |")
+	for range summaryHeader[2:] {
+		fmt.Fprint(w, " ---: |")
+	}
+	fmt.Fprintln(w)
+	for _, r := range s.rows {
+		cells := summaryCells(r)
+		for i := range cells {
+			cells[i] = esc.Replace(cells[i])
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	if ws := groupWarnings(s.rows); len(ws) > 0 {
+		fmt.Fprint(w, "\nWarnings:\n\n")
+		for _, x := range ws {
+			fmt.Fprintf(w, "- %s: %s (%s)\n", esc.Replace(x.label), esc.Replace(x.text), strings.Join(x.metrics, ", "))
+		}
+	}
+	return nil
+}
+
+// summaryJSONRow is one row of the json format; a missing value is null.
+type summaryJSONRow struct {
+	ConfigIndex   int      `json:"config_index"`
+	ConfigID      string   `json:"config_id"`
+	ServerID      string   `json:"server_id"`
+	Label         string   `json:"label"`
+	Metric        string   `json:"metric"`
+	N             int      `json:"n"`
+	NFailed       int      `json:"n_failed"`
+	NMissing      int      `json:"n_missing"`
+	Min           *float64 `json:"min"`
+	Median        *float64 `json:"median"`
+	P95           *float64 `json:"p95"`
+	P99           *float64 `json:"p99"`
+	Max           *float64 `json:"max"`
+	Mean          *float64 `json:"mean"`
+	Stddev        *float64 `json:"stddev"`
+	MedianCILow   *float64 `json:"median_ci_low"`
+	MedianCIHigh  *float64 `json:"median_ci_high"`
+	MedianCILevel *float64 `json:"median_ci_level"`
+	Warnings      []string `json:"warnings"`
+}
+
+func writeSummaryJSON(w io.Writer, s *summaryReport) error {
+	num := func(f float64) *float64 {
+		if math.IsNaN(f) {
+			return nil
+		}
+		return &f
+	}
+	out := struct {
+		SchemaVersion int              `json:"schema_version"`
+		Experiment    string           `json:"experiment"`
+		Status        results.Status   `json:"status"`
+		StartTime     string           `json:"start_time"`
+		Requests      int              `json:"requests"`
+		Failed        int              `json:"failed"`
+		Rows          []summaryJSONRow `json:"rows"`
+	}{SchemaVersion: results.FormatVersion, Experiment: s.man.Experiment.Name, Status: s.status,
+		StartTime: s.man.Start.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), Requests: s.requests, Failed: s.failed,
+		Rows: []summaryJSONRow{}}
+	for _, r := range s.rows {
+		warnings := r.Warnings
+		if warnings == nil {
+			warnings = []string{}
+		}
+		out.Rows = append(out.Rows, summaryJSONRow{ConfigIndex: r.ConfigIndex, ConfigID: r.ConfigID, ServerID: r.ServerID,
+			Label: r.Label, Metric: r.Metric, N: r.N, NFailed: r.NFailed, NMissing: r.NMissing, Min: num(r.Min),
+			Median: num(r.Median), P95: num(r.P95), P99: num(r.P99), Max: num(r.Max), Mean: num(r.Mean),
+			Stddev: num(r.Stddev), MedianCILow: num(r.MedianCILow), MedianCIHigh: num(r.MedianCIHigh),
+			MedianCILevel: num(r.MedianCILevel), Warnings: warnings})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
