@@ -118,7 +118,7 @@ func TestPresetCommandLines(t *testing.T) {
 		},
 		{
 			name: "llama.cpp", stand: "llama-server",
-			srv: experiment.Server{Engine: "llama.cpp", Model: "/models/tiny.gguf", MaxModelLen: 512, Args: []string{"-np", "1"}},
+			srv: experiment.Server{Engine: "llamacpp", Model: "/models/tiny.gguf", MaxModelLen: 512, Args: []string{"-np", "1"}},
 			want: want{argv: []string{"llama-server", "-m", "/models/tiny.gguf", "--host", "127.0.0.1", "--port", "P", "-c", "512", "-np", "1"},
 				model: "/models/tiny.gguf", version: "b0-fake", canReset: false},
 		},
@@ -175,6 +175,15 @@ func TestPresetCommandLines(t *testing.T) {
 	}
 }
 
+func TestEveryExperimentEngineHasAPreset(t *testing.T) {
+	t.Parallel()
+	for _, name := range experiment.Engines {
+		if _, err := lookup(name); err != nil {
+			t.Errorf("engine %q of the experiment format: %v", name, err)
+		}
+	}
+}
+
 func TestVLLMSetsDevMode(t *testing.T) {
 	t.Parallel()
 	l, err := vllmPreset(experiment.Server{Model: "m"}, Target{Host: "127.0.0.1", Port: 1})
@@ -218,7 +227,7 @@ func TestReadinessWaitsUntilHealthy(t *testing.T) {
 	}{
 		{"vllm health 503 while loading", "vllm", experiment.Server{Engine: "vllm", Model: "m"},
 			[]string{"FAKE_READY_AFTER", "700ms"}, 700 * time.Millisecond},
-		{"llama-server health 503 while loading", "llama-server", experiment.Server{Engine: "llama.cpp", Model: "/m.gguf"},
+		{"llama-server health 503 while loading", "llama-server", experiment.Server{Engine: "llamacpp", Model: "/m.gguf"},
 			[]string{"FAKE_READY_AFTER", "700ms"}, 700 * time.Millisecond},
 		{"sglang port closed, then 503", "python", experiment.Server{Engine: "sglang", Model: "m"},
 			[]string{"FAKE_LISTEN_AFTER", "400ms", "FAKE_READY_AFTER", "800ms"}, 800 * time.Millisecond},
@@ -261,9 +270,6 @@ func TestHintsGolden(t *testing.T) {
 	for _, f := range files {
 		lines := readLines(t, f)
 		engine := strings.SplitN(filepath.Base(f), "_", 2)[0]
-		if engine == "llamacpp" {
-			engine = "llama.cpp"
-		}
 		fmt.Fprintf(&b, "%s: %s\n", filepath.Base(f), HintFor(engine, "127.0.0.1", 8000, lines))
 	}
 	golden := "testdata/boot/hints.golden"
@@ -356,7 +362,7 @@ func TestBootFailureQuotesLogAndHint(t *testing.T) {
 			}
 			srv := experiment.Server{Engine: "vllm", Model: "m", Env: f.env("FAKE_LOG", logFile, "FAKE_EXIT", "1")}
 			if c.stand == "llama-server" {
-				srv.Engine = "llama.cpp"
+				srv.Engine = "llamacpp"
 			}
 			_, log, err := start(t, srv, StartOptions{LogName: "server.log"})
 			var be *BootError
@@ -780,7 +786,7 @@ func TestStartRejectsBadConfigs(t *testing.T) {
 		{"vllm without model", experiment.Server{Engine: "vllm"}, "server.model is required"},
 		{"bad entrypoint", experiment.Server{Model: "m", Entrypoint: "grpc"}, "server.entrypoint"},
 		{"sglang without model", experiment.Server{Engine: "sglang"}, "server.model is required"},
-		{"llama.cpp without model", experiment.Server{Engine: "llama.cpp"}, "GGUF"},
+		{"llama.cpp without model", experiment.Server{Engine: "llamacpp"}, "GGUF"},
 		{"command without argv", experiment.Server{Engine: "command"}, "server.command is required"},
 		{"command with a relative ready path", experiment.Server{Engine: "command", Command: []string{"x"}, ReadyPath: "health"}, "server.ready_path"},
 		{"endpoint without url", experiment.Server{Engine: "endpoint"}, "server.url is required"},
@@ -808,7 +814,7 @@ func TestMissingExecutable(t *testing.T) {
 	}{
 		{experiment.Server{Model: "m"}, "pip install vllm"},
 		{experiment.Server{Model: "m", Entrypoint: "api_server"}, "no python on PATH"},
-		{experiment.Server{Engine: "llama.cpp", Model: "m.gguf"}, "llama-server is not on PATH"},
+		{experiment.Server{Engine: "llamacpp", Model: "m.gguf"}, "llama-server is not on PATH"},
 	}
 	for _, c := range cases {
 		c.srv.Env = map[string]string{"PATH": empty}
@@ -826,7 +832,7 @@ func TestNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "server.dtype is not used by engine llama.cpp") {
+	if len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "server.dtype is not used by engine llamacpp") {
 		t.Errorf("notes %q", l.Notes)
 	}
 }

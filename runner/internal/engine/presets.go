@@ -14,7 +14,7 @@ import (
 func init() {
 	Register("vllm", vllmPreset)
 	Register("sglang", sglangPreset)
-	Register("llama.cpp", llamaCppPreset)
+	Register("llamacpp", llamaCppPreset)
 	Register("command", commandPreset)
 	Register("sim", simPreset)
 	Register("endpoint", endpointPreset)
@@ -102,7 +102,7 @@ func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{"/health", "/v1/models"},
 		VersionPath: "/props",
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "llama.cpp", "dtype", "entrypoint", "command", "ready_path", "url"),
+		Notes:       ignored(srv, "llamacpp", "dtype", "entrypoint", "command", "ready_path", "url"),
 	}, nil
 }
 
