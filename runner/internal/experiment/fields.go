@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"strconv"
 	"regexp"
 	"slices"
 	"strings"
@@ -69,6 +70,10 @@ var (
 	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
+// maxTokens bounds every token count, far above any model's context, so that sums of counts
+// cannot overflow.
+const maxTokens = 1_000_000_000
+
 // maxNameLen bounds an experiment name, which becomes part of result paths.
 const maxNameLen = 64
 
@@ -80,7 +85,7 @@ var fields = []*field{
 		set: func(c *Config, v any) { c.Server.Model = v.(string) }, isSet: func(c *Config) bool { return c.Server.Model != "" }},
 	{path: "server.dtype", kind: kindString, enum: []string{"auto", "half", "float16", "bfloat16", "float", "float32"}, axis: true,
 		set: func(c *Config, v any) { c.Server.Dtype = v.(string) }, isSet: func(c *Config) bool { return c.Server.Dtype != "" }},
-	{path: "server.max_model_len", kind: kindInt, hasMin: true, min: 1, axis: true,
+	{path: "server.max_model_len", kind: kindInt, hasMin: true, min: 1, hasMax: true, max: maxTokens, axis: true,
 		set: func(c *Config, v any) { c.Server.MaxModelLen = v.(int) }, isSet: func(c *Config) bool { return c.Server.MaxModelLen != 0 }},
 	{path: "server.ready_timeout", kind: kindDuration, axis: true,
 		set: func(c *Config, v any) { c.Server.ReadyTimeout = v.(time.Duration) }, isSet: func(c *Config) bool { return c.Server.ReadyTimeout != 0 }},
@@ -103,13 +108,13 @@ var fields = []*field{
 		set: func(c *Config, v any) { c.Request.Prompt = v.(string) }, isSet: func(c *Config) bool { return c.Request.Prompt != "" }},
 	{path: "request.prompt_name", kind: kindString, axis: true,
 		set: func(c *Config, v any) { c.Request.PromptName = v.(string) }, isSet: func(c *Config) bool { return c.Request.PromptName != "" }},
-	{path: "request.prompt_tokens", kind: kindInt, hasMin: true, min: 1, axis: true,
+	{path: "request.prompt_tokens", kind: kindInt, hasMin: true, min: 1, hasMax: true, max: maxTokens, axis: true,
 		set: func(c *Config, v any) { c.Request.PromptTokens = v.(int) }, isSet: func(c *Config) bool { return c.Request.PromptTokens != 0 }},
-	{path: "request.max_tokens", kind: kindInt, hasMin: true, min: 1, axis: true,
+	{path: "request.max_tokens", kind: kindInt, hasMin: true, min: 1, hasMax: true, max: maxTokens, axis: true,
 		set: func(c *Config, v any) { c.Request.MaxTokens = v.(int) }, isSet: func(c *Config) bool { return c.Request.MaxTokens != 0 }},
 	{path: "request.ignore_eos", kind: kindBool, axis: true,
 		set: func(c *Config, v any) { b := v.(bool); c.Request.IgnoreEOS = &b }, isSet: func(c *Config) bool { return c.Request.IgnoreEOS != nil }},
-	{path: "request.min_tokens", kind: kindInt, hasMin: true, min: 0, axis: true,
+	{path: "request.min_tokens", kind: kindInt, hasMin: true, min: 0, hasMax: true, max: maxTokens, axis: true,
 		set: func(c *Config, v any) { i := v.(int); c.Request.MinTokens = &i }, isSet: func(c *Config) bool { return c.Request.MinTokens != nil }},
 	{path: "request.temperature", kind: kindNumber, hasMin: true, min: 0, axis: true,
 		set: func(c *Config, v any) { f := v.(float64); c.Request.Temperature = &f }, isSet: func(c *Config) bool { return c.Request.Temperature != nil }},
@@ -244,13 +249,14 @@ func (f *field) normalize(v any) (any, string) {
 
 // bounds checks a number against the field's bounds.
 func (f *field) bounds(x float64) string {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	switch {
-	case f.hasMin && f.hasMax && (x < f.min || x > f.max):
-		return fmt.Sprintf("must be between %g and %g, not %g", f.min, f.max, x)
+	case f.hasMin && f.hasMax && (x < f.min || x > f.max) && f.max < maxTokens:
+		return fmt.Sprintf("must be between %s and %s, not %s", num(f.min), num(f.max), num(x))
 	case f.hasMin && x < f.min:
-		return fmt.Sprintf("must be at least %g, not %g", f.min, x)
+		return fmt.Sprintf("must be at least %s, not %s", num(f.min), num(x))
 	case f.hasMax && x > f.max:
-		return fmt.Sprintf("must be at most %g, not %g", f.max, x)
+		return fmt.Sprintf("must be at most %s, not %s", num(f.max), num(x))
 	}
 	return ""
 }

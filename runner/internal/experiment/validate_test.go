@@ -42,6 +42,7 @@ var validationCases = []struct {
 	// Top level.
 	{"missing version and name", okServer + okRequest, []string{"1:1: name: missing required field \"name\"", "1:1: version: missing required field \"version\""}, true},
 	{"unsupported version", "version: 2\nname: t\n" + okServer + okRequest, []string{"1:10: version: unsupported version 2"}, true},
+	{"version as a float", "version: 1.0\nname: t\n" + okServer + okRequest, []string{"1:10: version: must be 1, not 1.0"}, false},
 	{"version as text", "version: \"1\"\nname: t\n" + okServer + okRequest, []string{"1:10: version: must be 1, not \"1\""}, true},
 	{"name with capitals", "version: 1\nname: Prefill Sweep\n" + okServer + okRequest, []string{"2:7: name: must use only a-z, 0-9"}, true},
 	{"name starting with a dot", "version: 1\nname: ..\n" + okServer + okRequest, []string{"2:7: name: must use only a-z, 0-9"}, true},
@@ -95,6 +96,7 @@ var validationCases = []struct {
 	{"api typo", head + okServer + "request:\n  api: chats\n  prompt: hi\n  max_tokens: 8\n", []string{"6:8: request.api: must be one of completions, chat, not \"chats\" (did you mean \"chat\"?)"}, true},
 	{"prompt empty", head + okServer + "request:\n  prompt: \"\"\n  max_tokens: 8\n", []string{"6:11: request.prompt: must not be empty"}, true},
 	{"prompt_tokens zero", head + okServer + "request:\n  prompt_tokens: 0\n  max_tokens: 8\n", []string{"6:18: request.prompt_tokens: must be at least 1, not 0"}, true},
+	{"max_tokens too large", head + okServer + "request:\n  prompt: hi\n  max_tokens: 2000000000\n", []string{"7:15: request.max_tokens: must be at most 1000000000, not 2000000000"}, true},
 	{"max_tokens as text", head + okServer + "request:\n  prompt: hi\n  max_tokens: \"8\"\n", []string{"7:15: request.max_tokens: must be an integer, not \"8\""}, true},
 	{"ignore_eos yes", head + okServer + okRequest + "  ignore_eos: yes\n", []string{"8:15: request.ignore_eos: must be true or false, not \"yes\""}, true},
 	{"min_tokens negative", head + okServer + okRequest + "  min_tokens: -1\n", []string{"8:15: request.min_tokens: must be at least 0, not -1"}, true},

@@ -286,6 +286,12 @@ func describeValue(v any) string {
 		return "a mapping"
 	case []any:
 		return "a list"
+	case float64:
+		// 1.0 is not 1: say so, or "must be 1, not 1" would puzzle.
+		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+			return strconv.FormatFloat(v, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
 	return fmt.Sprint(v)
 }
