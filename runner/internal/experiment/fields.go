@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"strconv"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
