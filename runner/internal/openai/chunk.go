@@ -55,9 +55,9 @@ func (c Chunk) IsText() bool { return c.Text != "" }
 
 // Usage is a chunk's token usage.
 type Usage struct {
-	PromptTokens     int
-	CompletionTokens int
-	TotalTokens      int
+	PromptTokens     int // usage.prompt_tokens
+	CompletionTokens int // usage.completion_tokens: the output tokens so far, or in all
+	TotalTokens      int // usage.total_tokens
 	// ReasoningTokens is completion_tokens_details.reasoning_tokens (OpenAI) or usage's own
 	// reasoning_tokens (SGLang), 0 when absent. It is part of CompletionTokens.
 	ReasoningTokens int
@@ -71,8 +71,8 @@ func (u Usage) zero() bool {
 
 // StreamError is an error object a server sent inside the stream, after HTTP 200.
 type StreamError struct {
-	Message string
-	Type    string
+	Message string // the server's message
+	Type    string // e.g. "BadRequestError", "invalid_request_error"
 	Code    string // a number or a string on the wire; kept as text
 }
 

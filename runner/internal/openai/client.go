@@ -26,7 +26,7 @@ type Client struct {
 
 // HTTPError is a response with a status other than 2xx.
 type HTTPError struct {
-	Method, URL string
+	Method, URL string // the request; empty when the response carried none
 	Status      int    // the HTTP status code
 	Body        []byte // the start of the response body
 }

@@ -43,7 +43,7 @@ type Options struct {
 
 // Params are the fields of one streaming request.
 type Params struct {
-	API    API
+	API    API    // the route, which decides between "prompt" and "messages"
 	Model  string // omitted when empty (vLLM then uses its only model)
 	Prompt string // the prompt text; chat sends it as one user message
 
@@ -58,6 +58,7 @@ type Params struct {
 	// (extra {"stream_options": {"x": 1}} keeps include_usage); any other value replaces.
 	Extra map[string]any
 
+	// Options are the optional stream features to ask for.
 	Options Options
 }
 

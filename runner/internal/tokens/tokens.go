@@ -84,6 +84,7 @@ func (t *Tiktoken) Encoding() string { return t.encoding }
 // the server bills it in usage.prompt_tokens, Tokenize should send the prompt with
 // add_special_tokens true (vLLM's default), so that a BOS token is included.
 type Server struct {
+	// Tokenize returns the server's token count for text.
 	Tokenize func(ctx context.Context, text string) (int, error)
 	// Label is what Name returns; "server" when empty.
 	Label string
