@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -285,5 +287,24 @@ func TestExpandBuiltInCode(t *testing.T) {
 	want := "matrix.request.max_token: unknown axis \"request.max_token\"\nmatrix.request.prompt_tokens[0]: must be an integer, not \"many\""
 	if err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// BenchmarkParseExpand measures loading a committed sweep: YAML, schema check, decoding and
+// expansion.
+func BenchmarkParseExpand(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "experiments", "prefill-sweep.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		e, err := Parse("prefill-sweep.yaml", data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Expand(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
