@@ -1,8 +1,10 @@
 package results
 
 import (
+	"encoding/csv"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -96,3 +98,6 @@ func failedRequest(c experiment.Config, seq int) record.Request {
 	r.Events, r.TextEvents = 3, 2
 	return r
 }
+
+// readCSV reads a whole CSV file.
+func readCSV(r io.Reader) ([][]string, error) { return csv.NewReader(r).ReadAll() }

@@ -1,0 +1,153 @@
+package results
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/record"
+)
+
+var synthRoot = flag.String("synth", "", "also write the synthetic result folder under this directory, with columns.json "+
+	"beside it, for .ci/check_csv_types.py")
+
+// TestSyntheticFolder writes a folder that exercises every column (missing values, failures,
+// a server that would not boot, estimated token counts), reads it back, and checks that each
+// column holds at least one value, so that a type check on the folder checks every column.
+// With -synth DIR it writes the folder under DIR and DIR/columns.json, which lists each file's
+// columns and kinds for the type check in .ci/.
+func TestSyntheticFolder(t *testing.T) {
+	root := *synthRoot
+	if root == "" {
+		root = t.TempDir()
+	}
+	exp, configs := testExperiment()
+	exp.Name = "synthetic"
+	// Three axes of three types, and a third config on a server that fails to boot.
+	for i := range configs {
+		configs[i].Axes = append(configs[i].Axes, experiment.AxisValue{Path: "server.dtype", Value: "half"},
+			experiment.AxisValue{Path: "request.temperature", Value: []string{"0.0", "0.7"}[i]})
+	}
+	broken := configs[1]
+	broken.ID, broken.ServerID, broken.Index, broken.Label = "c2-0bad", "s1-dead", 2, "max_tokens=32,dtype=float"
+	broken.Axes = []experiment.AxisValue{{Path: "request.max_tokens", Value: "32"}, {Path: "server.dtype", Value: "float"},
+		{Path: "request.temperature", Value: "1.5"}}
+	configs = append(configs, broken)
+	f, err := Create(root, exp, configs, testRunInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := 31.25
+	if err := f.SetServer(ServerInfo{ServerID: "s0-77aa", Engine: "vllm", EngineVersion: "0.6.3", Model: "tiny",
+		BootStart: t0, BootSeconds: &ready, ExitSignal: "terminated"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetServer(ServerInfo{ServerID: "s1-dead", Engine: "vllm", Model: "tiny", BootStart: t0.Add(time.Minute),
+		ExitCode: record.Int(1), LogFile: "logs/s1-dead.log", Error: "CUDA out of memory"}); err != nil {
+		t.Fatal(err)
+	}
+	var want []record.Request
+	add := func(r record.Request) {
+		if err := f.Append(r); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, r)
+	}
+	for _, c := range configs[:2] {
+		for seq := 0; seq < 1+c.Warmup+c.Repetitions; seq++ {
+			r := fakeRequest(c, seq)
+			switch {
+			case c.Index == 0 && seq == 3: // a connection that failed: no response at all
+				r = failedRequest(c, seq)
+				r.ErrorClass, r.Error, r.HTTPStatus, r.FirstByte, r.WroteRequest = record.ErrConnect, "connection refused", 0, nil, nil
+				r.PromptTokensReported, r.TiktokenEncoding, r.EventList, r.Events, r.TextEvents = nil, "", nil, 0, 0
+			case c.Index == 1 && seq == 5: // no per-event counts: tpot_token estimated, ids counted
+				r.TPOTTokenExact, r.TokenSource, r.ContinuousUsage = false, record.SourceUsage, false
+				r.TokensFromIDs, r.TokensFromTokenize, r.ReturnTokenIDs = record.Int(c.Request.MaxTokens), record.Int(c.Request.MaxTokens), true
+			}
+			add(r)
+		}
+	}
+	for seq := 0; seq < 1+broken.Warmup+broken.Repetitions; seq++ {
+		add(record.Request{ConfigID: broken.ID, ServerID: broken.ServerID, Seq: seq, Phase: record.PhaseMeasure, Rep: seq,
+			Start: t0.Add(time.Minute), Status: record.StatusFailed, ErrorClass: record.ErrServer,
+			Error: "server s1-dead did not become ready", MaxTokens: 32, Cache: "reset"})
+	}
+	if err := f.Close(StatusComplete); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := LoadRequests(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("synthetic folder does not read back as written")
+	}
+	files := map[string][]Column{RequestsFile: RequestColumns(), EventsFile: EventColumns(), ServersFile: ServerColumns(),
+		SummaryFile: SummaryColumns(), ConfigsFile: ConfigColumns(ConfigRows(configs))}
+	// Axis values are text in general; these three are an integer, a word and a decimal, and
+	// the type check holds the folder to that.
+	for i, c := range files[ConfigsFile] {
+		switch c.Name {
+		case "request_max_tokens":
+			files[ConfigsFile][i].Kind = KindInt
+		case "request_temperature":
+			files[ConfigsFile][i].Kind = KindFloat
+		}
+	}
+	for name, cols := range files {
+		assertEveryColumnHasAValue(t, filepath.Join(f.Dir(), name), cols)
+	}
+	if *synthRoot == "" {
+		return
+	}
+	rel, _ := filepath.Rel(root, f.Dir())
+	spec := struct {
+		Folder string              `json:"folder"`
+		Files  map[string][]Column `json:"files"`
+	}{Folder: filepath.ToSlash(rel), Files: files}
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "columns.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s and %s", f.Dir(), filepath.Join(root, "columns.json"))
+}
+
+// assertEveryColumnHasAValue fails if a column of the CSV file at path is empty in every row,
+// or if the header is not cols.
+func assertEveryColumnHasAValue(t *testing.T, path string, cols []Column) {
+	t.Helper()
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	recs, err := readCSV(file)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(recs) < 2 || len(recs[0]) != len(cols) {
+		t.Fatalf("%s: %d rows of %d columns, want %d columns", path, len(recs), len(recs[0]), len(cols))
+	}
+	for i, c := range cols {
+		if recs[0][i] != c.Name {
+			t.Errorf("%s: column %d is %s, want %s", path, i, recs[0][i], c.Name)
+		}
+		has := false
+		for _, r := range recs[1:] {
+			has = has || r[i] != ""
+		}
+		if !has {
+			t.Errorf("%s: column %s is empty in every row", filepath.Base(path), c.Name)
+		}
+	}
+}
