@@ -52,7 +52,7 @@ func lookPath(name string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: executable file not found in PATH", name)
+	return "", fmt.Errorf("%s not found in PATH", name)
 }
 
 func isExecutable(p string) error {

@@ -58,22 +58,23 @@ type StartOptions struct {
 // Server is a running, ready inference server (or, for engine: endpoint, one that was already
 // running). Its methods are safe for concurrent use.
 type Server struct {
-	engine   string
-	launch   *Launch
-	red      *redactor
-	host     string
-	port     int
-	baseURL  string
-	argv     []string // as launched, redacted
-	env      []string // the variables set for the server, redacted, sorted
-	client   *http.Client
-	log      *serverLog
-	progress io.Writer
-	grace    time.Duration
-	portWait time.Duration
-	dir      string
-	ownDir   bool
-	timeout  time.Duration
+	engine    string
+	launch    *Launch
+	red       *redactor
+	host      string
+	port      int
+	baseURL   string
+	argv      []string // as launched, redacted
+	env       []string // the variables set for the server, redacted, sorted
+	serverEnv []string // the server's whole environment
+	client    *http.Client
+	log       *serverLog
+	progress  io.Writer
+	grace     time.Duration
+	portWait  time.Duration
+	dir       string
+	ownDir    bool
+	timeout   time.Duration
 
 	model    string
 	version  string
@@ -257,17 +258,21 @@ func (s *Server) connect(ctx context.Context) (*Server, error) {
 		}
 		return nil, fmt.Errorf("%s: waiting for %s: %w", s.engine, s.baseURL, err)
 	}
-	return s, s.finishBoot(ctx)
+	if err := s.finishBoot(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // boot starts the server process and waits until it is ready.
 func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, error) {
 	env := mergeEnv(os.Environ(), s.launch.Env, srv.Env)
+	s.serverEnv = env
 	argv0 := s.launch.Argv[0]
 	path, err := lookPath(argv0, env)
 	if err != nil {
 		s.cleanupDir()
-		return nil, &BootError{Engine: s.engine, Reason: fmt.Sprintf("cannot start %s: %v", argv0, err),
+		return nil, &BootError{Engine: s.engine, Reason: "cannot start: " + err.Error(),
 			Hint: missingHint(s.engine, argv0), ExitCode: -1, Log: s.log.name}
 	}
 	if srv.Port != 0 {
@@ -375,8 +380,7 @@ func (s *Server) finishBoot(ctx context.Context) error {
 	if s.launch.ServedModel != nil {
 		m, err := s.launch.ServedModel(qctx, h)
 		if err != nil {
-			s.Stop(context.Background())
-			return fmt.Errorf("%s: served model name: %w", s.engine, err)
+			return s.bootFailed(&bootFailure{reason: "cannot tell the served model name: " + s.red.String(err.Error())})
 		}
 		s.model = m
 	} else {
@@ -403,7 +407,10 @@ func (s *Server) finishBoot(ctx context.Context) error {
 
 // hook returns what AfterReady and ServedModel may use.
 func (s *Server) hook() *Hook {
-	env := mergeEnv(os.Environ(), s.launch.Env)
+	env := s.serverEnv
+	if env == nil {
+		env = os.Environ()
+	}
 	return &Hook{
 		Engine: s.engine, BaseURL: s.baseURL, Model: s.model, Env: env, Dir: s.dir,
 		client: s.client, apiKey: s.launch.APIKey, log: s.log, progress: s.progress,
