@@ -57,11 +57,14 @@ func summaryFixture(t *testing.T, root string, reps int, interrupt bool) string 
 			}
 		}
 		if interrupt {
-			// Leave the folder as a killed run would: running, its lock released by the
-			// kernel. Closing the lock file is what the process's death does.
-			lockf, _ := os.OpenFile(filepath.Join(f.Dir(), "requests.csv"), os.O_WRONLY|os.O_APPEND, 0)
-			lockf.WriteString("1,cfg1-0,cfg1,srv0,0,fi")
-			lockf.Close()
+			// Leave the folder as a run killed in the middle of a write would: a torn last
+			// line, a manifest that says running, and no live writer.
+			req, err := os.OpenFile(filepath.Join(f.Dir(), "requests.csv"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.WriteString("1,cfg1-0,cfg1,srv0,0,fi")
+			req.Close()
 			return abandonFolder(t, f)
 		}
 	}
