@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -536,6 +537,55 @@ func TestContextCancelStopsTheServer(t *testing.T) {
 	}
 }
 
+// TestServerOutlivesTheStartingThread starts a server from a goroutine locked to its thread
+// that then ends, which ends the thread. Pdeathsig is tied to the thread that forks, so a
+// server started on that thread would be signalled then, although the runner lives on.
+func TestServerOutlivesTheStartingThread(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "vllm")
+	type result struct {
+		s   *Server
+		err error
+	}
+	ch := make(chan result)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		s, err := Start(context.Background(), experiment.Server{Model: "m", Env: f.env()}, StartOptions{StopGrace: testGrace})
+		ch <- result{s, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	pid, _, _ := f.procs(t)
+	time.Sleep(700 * time.Millisecond) // longer than the guard's 500 ms check of its parent
+	if r.s.Exited() || !alive(pid) {
+		t.Errorf("the server died with the thread that started it: exited %v, err %v", r.s.Exited(), r.s.Err())
+	}
+	if err := r.s.Stop(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestGuardWaitsWhileTheRunnerLives sends SIGTERM to the guard alone, as the kernel does when
+// the thread that started it exits: with the runner alive, the guard must not end the server.
+func TestGuardWaitsWhileTheRunnerLives(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "vllm")
+	s, _, err := start(t, experiment.Server{Model: "m", Env: f.env()}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _, _ := f.procs(t)
+	if err := syscall.Kill(s.PID(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // longer than the guard's 500 ms check of its parent
+	if s.Exited() || !alive(pid) {
+		t.Errorf("a SIGTERM to the guard alone ended the server: exited %v, err %v", s.Exited(), s.Err())
+	}
+}
+
 func TestContextCancelDuringBoot(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, "vllm")
@@ -621,6 +671,7 @@ func TestNoServerOutlivesTheRunner(t *testing.T) {
 		{"panic-defer", false},     // a panic unwinds through a deferred Stop
 		{"panic-goroutine", false}, // a panic elsewhere: no deferred call runs
 		{"exit", false},            // the runner exits without calling Stop
+		{"interrupt", false},       // Ctrl-C cancels the context the server was started with
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
@@ -632,9 +683,15 @@ func TestNoServerOutlivesTheRunner(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if c.mode == "interrupt" {
+				if err := cmd.Process.Signal(os.Interrupt); err != nil {
+					t.Fatal(err)
+				}
+			}
 			err := cmd.Wait()
-			if c.mode != "exit" && err == nil {
-				t.Errorf("the runner exited cleanly in mode %s", c.mode)
+			clean := c.mode == "exit" || c.mode == "interrupt"
+			if clean != (err == nil) {
+				t.Errorf("the runner exited with %v in mode %s", err, c.mode)
 			}
 			assertGone(t, pgid, pid, grandchild)
 		})

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,13 @@ import (
 // The test binary doubles as the stand-in server and as a stand-in runner: TestMain looks at
 // roleEnv before running any test.
 const roleEnv = "ENGINE_TEST_ROLE"
+
+func init() {
+	// Keep the main thread to the main goroutine. The main thread cannot exit before the
+	// process does, so a goroutine scheduled on it could never show what happens when the
+	// thread that started a server exits (TestServerOutlivesTheStartingThread).
+	runtime.LockOSThread()
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
@@ -186,15 +194,22 @@ func envDuration(name string) time.Duration {
 // starts a server (engine: command, a stand-in with a grandchild), writes the server's pgid to
 // FAKE_READY, then, depending on args[0]: sleeps until it is killed ("sleep"), panics with a
 // deferred Stop ("panic-defer"), panics in another goroutine, where no deferred Stop runs
-// ("panic-goroutine"), or exits without stopping the server ("exit").
+// ("panic-goroutine"), exits without stopping the server ("exit"), or waits for SIGINT, which
+// cancels the context the server was started with, as the runner's main does ("interrupt").
 func fakeRunner(args []string) int {
+	ctx := context.Background()
+	if args[0] == "interrupt" {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+	}
 	var env map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv("FAKE_SERVER_ENV")), &env); err != nil {
 		fmt.Fprintln(os.Stderr, "fake runner:", err)
 		return 90
 	}
 	srv := experiment.Server{Engine: "command", Command: []string{"my-server", "--port", "{port}"}, ReadyPath: "/health", Env: env}
-	s, err := Start(context.Background(), srv, StartOptions{StopGrace: 500 * time.Millisecond, Log: os.Stderr})
+	s, err := Start(ctx, srv, StartOptions{StopGrace: 500 * time.Millisecond, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake runner:", err)
 		return 91
@@ -213,6 +228,13 @@ func fakeRunner(args []string) int {
 		go func() { panic("fake runner: panic in a goroutine") }()
 		time.Sleep(time.Hour)
 	case "exit":
+		return 0
+	case "interrupt":
+		<-s.Done()
+		if err := s.Stop(context.Background()); err != nil { // returns once the stop is complete
+			fmt.Fprintln(os.Stderr, "fake runner:", err)
+			return 94
+		}
 		return 0
 	}
 	return 93
