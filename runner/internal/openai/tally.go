@@ -191,7 +191,11 @@ func (t *Tally) Counts() Counts {
 }
 
 // perEventIDs returns len(token_ids) per chunk when any chunk has token ids, and whether they
-// are complete: every text chunk has at least one.
+// are complete: every text chunk has a token_ids field, and most text chunks carry at least one
+// id. A text chunk with an empty list is a real event that carries the rest of a token's text
+// and no new token (a word split over two events), so it is allowed; a text chunk without the
+// field, or a stream where most text chunks have none, means the server did not really count
+// per event.
 func (t *Tally) perEventIDs() ([]int, bool) {
 	found := false
 	for _, s := range t.slots {
@@ -202,13 +206,21 @@ func (t *Tally) perEventIDs() ([]int, bool) {
 	}
 	out := make([]int, len(t.slots))
 	ok := true
+	text, empty := 0, 0
 	for i, s := range t.slots {
 		out[i] = s.ids
-		if s.text && s.ids == 0 {
+		if !s.text {
+			continue
+		}
+		text++
+		if !s.hasIDs {
 			ok = false
 		}
+		if s.ids == 0 {
+			empty++
+		}
 	}
-	return out, ok
+	return out, ok && 2*empty < text
 }
 
 // perEventCumulative returns the rise of cumulative completion_tokens per chunk when the
@@ -234,6 +246,7 @@ func (t *Tally) perEventCumulative() ([]int, bool, string) {
 	}
 	out := make([]int, len(t.slots))
 	prev := 0
+	text, flat := 0, 0
 	for i, s := range t.slots {
 		if s.usage == nil || (!s.choices && s.usage.zero()) {
 			continue
@@ -244,9 +257,18 @@ func (t *Tally) perEventCumulative() ([]int, bool, string) {
 		}
 		out[i] = n - prev
 		prev = n
-		if s.text && out[i] == 0 {
-			return nil, false, fmt.Sprintf("text chunk %d does not raise the cumulative usage; it is not used per event", i)
+		if s.text {
+			text++
+			if out[i] == 0 {
+				flat++
+			}
 		}
+	}
+	// A text chunk that does not raise the count carries the rest of a token's text (a word
+	// split over two events); that happens, but a count that most text chunks leave flat is not
+	// cumulative.
+	if 2*flat >= text {
+		return nil, false, fmt.Sprintf("%d of %d text chunks do not raise the cumulative usage; it is not used per event", flat, text)
 	}
 	return out, true, ""
 }

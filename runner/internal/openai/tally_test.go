@@ -89,7 +89,25 @@ func TestTally(t *testing.T) {
 		{
 			name:   "text chunk that does not raise cumulative usage",
 			chunks: []Chunk{withCum(text("a"), 1, 1), withCum(text("b"), 1, 1), usageOnly(1, 1)},
-			output: 1, source: record.SourceUsage, perEvent: "[]", span: -1, usage: 1, note: "does not raise",
+			output: 1, source: record.SourceUsage, perEvent: "[]", span: -1, usage: 1, note: "do not raise",
+		},
+		{
+			// The rest of a token's text in its own event: text, no new token.
+			name: "a word split over two events, cumulative usage",
+			chunks: []Chunk{withCum(text("a"), 1, 1), withCum(text("bc"), 1, 2), withCum(text("d"), 1, 2),
+				withCum(text("e"), 1, 3), usageOnly(1, 3)},
+			output: 3, source: record.SourceUsageCont, perEvent: "[1 1 0 1 0]", span: 2, usage: 3,
+		},
+		{
+			name: "a word split over two events, token ids",
+			chunks: []Chunk{withIDs(text("a"), 1), withIDs(text("bc"), 1), withIDs(text("d"), 0),
+				withIDs(text("e"), 1), usageOnly(1, 3)},
+			output: 3, source: record.SourceTokenIDs, perEvent: "[1 1 0 1 0]", span: 2, usage: 3,
+		},
+		{
+			name: "token ids missing on a text chunk are not per-event",
+			chunks: []Chunk{withIDs(text("a"), 1), text("b"), withIDs(text("c"), 1), usageOnly(1, 3)},
+			output: 3, source: record.SourceUsage, perEvent: "[]", span: -1, usage: 3, note: "no token ids",
 		},
 		{
 			name:   "usage on some chunks with choices only",
@@ -165,5 +183,20 @@ func TestTallyPromptTokens(t *testing.T) {
 	ta.Add(usageOnly(13, 2))
 	if c := ta.Counts(); orMinus(c.PromptTokens) != 13 || c.Usage == nil || c.Usage.TotalTokens != 15 {
 		t.Errorf("prompt %d, usage %+v; want the final usage chunk's 13", orMinus(c.PromptTokens), c.Usage)
+	}
+}
+
+// TestDecodeEmptyTokenIDs checks that an empty token_ids list (an event with text and no new
+// token) stays apart from an absent or null one, which the Tally relies on.
+func TestDecodeEmptyTokenIDs(t *testing.T) {
+	c, err := DecodeChunk([]byte(`{"choices":[{"index":0,"text":"x","token_ids":[]}]}`))
+	if err != nil || c.TokenIDs == nil || len(c.TokenIDs) != 0 {
+		t.Fatalf("[]: %v %#v", err, c.TokenIDs)
+	}
+	for _, data := range []string{`{"choices":[{"index":0,"text":"x","token_ids":null}]}`, `{"choices":[{"index":0,"text":"x"}]}`} {
+		c, err := DecodeChunk([]byte(data))
+		if err != nil || c.TokenIDs != nil {
+			t.Fatalf("%s: %v %#v", data, err, c.TokenIDs)
+		}
 	}
 }

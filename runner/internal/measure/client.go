@@ -1,0 +1,345 @@
+// Package measure turns one streamed request into one record.Request, and runs the warm-up and
+// repetition loop of the configs that share a server. It is where DESIGN.md's metric definitions
+// are applied: t0 is taken immediately before the HTTP request is sent, every event is timed when
+// its bytes arrive (package sse), and only then decoded (package openai).
+package measure
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/openai"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/sse"
+	"github.com/onelayerdown/runner/runner/internal/tokens"
+)
+
+// Client sends streaming requests to one server and measures them. It remembers which optional
+// stream features the server accepted, so that an option the server rejected once is not sent
+// again. Its methods are safe for concurrent use.
+type Client struct {
+	// API is the server's side-endpoint client: base URL and API key.
+	API *openai.Client
+	// HTTP sends the streaming requests; nil means a client made for measuring (see NewHTTP).
+	HTTP *http.Client
+	// Tokenize, when set, counts the tokens of generated text with the server's own tokenizer
+	// (add_special_tokens false). Nil when the server has no /tokenize.
+	Tokenize func(ctx context.Context, text string) (int, error)
+	// Tiktoken counts generated text locally, as the approximation of last resort. Nil skips it.
+	Tiktoken *tokens.Tiktoken
+	// Now is the clock; nil means time.Now. It must carry a monotonic reading.
+	Now func() time.Time
+
+	mu   sync.Mutex
+	opts openai.Options
+	set  bool
+}
+
+// NewHTTP returns an HTTP client suited to measuring: no overall timeout (each request carries
+// its own deadline), keep-alive connections so that steady-state requests reuse one, and no
+// transparent compression, which would delay bytes.
+func NewHTTP() *http.Client {
+	tr := &http.Transport{
+		Proxy:               nil, // a measured server is reached directly, never through a proxy
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   false,
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	return &http.Client{Transport: tr}
+}
+
+// Spec is one request to send.
+type Spec struct {
+	Params  openai.Params // body parameters; Options are replaced by what the server accepts
+	Timeout time.Duration // deadline of the whole request; 0 means none
+}
+
+// Options returns the stream options in effect: what was asked for, less what the server
+// rejected.
+func (c *Client) Options() openai.Options {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opts
+}
+
+// SetOptions sets the stream options to ask for before the first request.
+func (c *Client) SetOptions(o openai.Options) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opts, c.set = o, true
+}
+
+func (c *Client) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.HTTP == nil {
+		c.HTTP = NewHTTP()
+	}
+	return c.HTTP
+}
+
+// maxDegrade bounds how often one request is resent with fewer options: the ladder has three
+// rungs.
+const maxDegrade = 3
+
+// Do sends one streaming request and returns its record. The record's ConfigID, ServerID, Seq,
+// Phase, Rep and Cache fields are the caller's to fill. A request that fails is a record with
+// Status failed and an ErrorClass, never an error: Do returns an error only when ctx was cancelled
+// before anything was sent.
+//
+// When the server rejects an optional stream feature with 400 or 422, Do drops that feature (see
+// openai.Degrade), remembers the choice for later requests, and sends the request again; only
+// the accepted attempt is measured.
+func (c *Client) Do(ctx context.Context, spec Spec) (record.Request, error) {
+	if err := ctx.Err(); err != nil {
+		return record.Request{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		opts := c.Options()
+		if !c.set {
+			opts = spec.Params.Options
+		}
+		rec, rejected := c.once(ctx, spec, opts)
+		if rejected == nil || attempt == maxDegrade {
+			return rec, nil
+		}
+		next, drop := openai.Degrade(rejected.Status, rejected.Body, opts)
+		if drop == openai.DropNone {
+			return rec, nil
+		}
+		c.SetOptions(next)
+	}
+}
+
+// once sends one attempt with opts. It returns the HTTP error too when the server answered 400
+// or 422, so that Do can decide whether to degrade.
+func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (record.Request, *openai.HTTPError) {
+	p := spec.Params
+	p.Options = opts
+	rec := record.Request{
+		MaxTokens:       p.MaxTokens,
+		Status:          record.StatusOK,
+		ContinuousUsage: opts.ContinuousUsage,
+		ReturnTokenIDs:  opts.ReturnTokenIDs,
+	}
+	fail := func(class record.ErrorClass, err error) record.Request {
+		rec.Status, rec.ErrorClass, rec.Error = record.StatusFailed, class, err.Error()
+		return rec
+	}
+	body, err := openai.Body(p)
+	if err != nil {
+		return fail(record.ErrDecode, fmt.Errorf("build request body: %w", err)), nil
+	}
+
+	reqCtx, cancel := ctx, context.CancelFunc(func() {})
+	if spec.Timeout > 0 {
+		reqCtx, cancel = context.WithTimeout(ctx, spec.Timeout)
+	}
+	defer cancel()
+
+	var t0 time.Time
+	var mu sync.Mutex // httptrace hooks may run on the transport's goroutines
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			mu.Lock()
+			rec.ConnReused = info.Reused
+			mu.Unlock()
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			d := c.now().Sub(t0)
+			mu.Lock()
+			rec.WroteRequest = &d
+			mu.Unlock()
+		},
+		GotFirstResponseByte: func() {
+			d := c.now().Sub(t0)
+			mu.Lock()
+			rec.FirstByte = &d
+			mu.Unlock()
+		},
+	}
+	req, err := c.API.NewStreamRequest(httptrace.WithClientTrace(reqCtx, trace), p.API, body)
+	if err != nil {
+		return fail(record.ErrConnect, err), nil
+	}
+
+	// t0: immediately before the client call, so that connecting counts as it does for a
+	// real caller.
+	t0 = c.now()
+	rec.Start = t0.UTC()
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		return fail(classifyErr(ctx, reqCtx, err, record.ErrConnect), err), nil
+	}
+	defer resp.Body.Close()
+	rec.HTTPStatus = resp.StatusCode
+	if err := openai.CheckResponse(resp); err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		var he *openai.HTTPError
+		if errors.As(err, &he) && (he.Status == http.StatusBadRequest || he.Status == http.StatusUnprocessableEntity) {
+			return fail(record.ErrHTTPStatus, err), he
+		}
+		return fail(record.ErrHTTPStatus, err), nil
+	}
+
+	var (
+		events []record.Event
+		tally  openai.Tally
+		text   []byte
+		done   bool
+		doneAt time.Duration
+		failed bool
+	)
+	sc := sse.NewScanner(resp.Body, sse.WithClock(c.now))
+	for sc.Scan() {
+		ev := sc.Event()
+		since := ev.At.Sub(t0)
+		ch, err := openai.DecodeChunk(ev.Data)
+		if err != nil {
+			rec = fail(record.ErrDecode, fmt.Errorf("event %d: %w", len(events), err))
+			failed = true
+			break
+		}
+		if ch.Err != nil {
+			rec = fail(record.ErrStreamError, fmt.Errorf("event %d: server sent an error: %w", len(events), ch.Err))
+			failed = true
+			break
+		}
+		if ch.Done {
+			done, doneAt = true, since
+			break
+		}
+		tally.Add(ch)
+		events = append(events, record.Event{
+			Seq:     len(events),
+			SinceT0: since,
+			Bytes:   ev.Bytes,
+			TextLen: len(ch.Text),
+			Text:    ch.IsText(),
+		})
+		if ch.FinishReason != "" {
+			rec.FinishReason = ch.FinishReason
+		}
+		text = append(text, ch.Text...)
+	}
+	// The end of the response stream is the arrival of [DONE]; without it, now.
+	end := c.now().Sub(t0)
+	if done {
+		end = doneAt
+		// Read what follows [DONE] (normally only the end of the chunked body) so that the
+		// connection can be reused; a server that keeps the stream open after [DONE] is not
+		// waited for long.
+		stop := time.AfterFunc(time.Second, cancel)
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		stop.Stop()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+
+	rec.Events = len(events)
+	rec.EventList = events
+	rec.OutputText = string(text)
+	counts := tally.Counts()
+	if counts.PerEvent != nil && len(counts.PerEvent) == len(events) {
+		for i := range events {
+			events[i].Tokens = record.Int(counts.PerEvent[i])
+		}
+	}
+	rec.TokensFromIDs = counts.FromIDs
+	if counts.FromUsage != nil {
+		rec.TokensFromUsage = counts.FromUsage
+	} else if counts.FromCumulative != nil {
+		rec.TokensFromUsage = counts.FromCumulative
+	}
+	rec.PromptTokensReported = counts.PromptTokens
+
+	if !failed {
+		if err := sc.Err(); err != nil {
+			rec = fail(classifyErr(ctx, reqCtx, err, record.ErrTruncated), fmt.Errorf("read stream after %d events: %w", len(events), err))
+			failed = true
+		} else if !done {
+			rec = fail(record.ErrTruncated, fmt.Errorf("stream ended after %d events without [DONE]", len(events)))
+			failed = true
+		}
+	}
+	// A failed request keeps its events and counts for diagnosis, but no metrics.
+	if failed {
+		return rec, nil
+	}
+
+	c.countTokens(ctx, &rec, counts)
+	t := ComputeTiming(events, end, rec.OutputTokens)
+	rec.TTFT, rec.LastText, rec.E2E = t.TTFT, t.LastText, t.E2E
+	rec.TPOTEvent, rec.TPOTToken, rec.TPOTTokenExact = t.TPOTEvent, t.TPOTToken, t.TPOTTokenExact
+	rec.ITLMedian, rec.ITLMax = t.ITLMedian, t.ITLMax
+	rec.TextEvents = t.TextEvents
+	if t.TextEvents == 0 {
+		rec.Status, rec.ErrorClass = record.StatusFailed, record.ErrNoText
+		rec.Error = fmt.Sprintf("the stream completed with %d events but no generated text", len(events))
+		rec.TTFT, rec.LastText, rec.E2E = nil, nil, nil
+	}
+	return rec, nil
+}
+
+// countTokens fills the output token count from the best source available and the counts of
+// the other sources: per-event counts or usage from the stream, else the server's /tokenize of
+// the generated text, else tiktoken.
+func (c *Client) countTokens(ctx context.Context, rec *record.Request, counts openai.Counts) {
+	if c.Tokenize != nil && rec.OutputText != "" {
+		if n, err := c.Tokenize(ctx, rec.OutputText); err == nil {
+			rec.TokensFromTokenize = record.Int(n)
+		}
+	}
+	if c.Tiktoken != nil {
+		if n, err := c.Tiktoken.Count(ctx, rec.OutputText); err == nil {
+			rec.TokensFromTiktoken = record.Int(n)
+			rec.TiktokenEncoding = c.Tiktoken.Encoding()
+		}
+	}
+	switch {
+	case counts.Source != record.SourceNone:
+		rec.OutputTokens, rec.TokenSource = record.Int(counts.Output), counts.Source
+	case rec.TokensFromTokenize != nil:
+		rec.OutputTokens, rec.TokenSource = rec.TokensFromTokenize, record.SourceTokenize
+	case rec.TokensFromTiktoken != nil:
+		rec.OutputTokens, rec.TokenSource = rec.TokensFromTiktoken, record.SourceTiktoken
+	}
+}
+
+// classifyErr names why a request failed: its own deadline (timeout), the run being stopped
+// (canceled), or otherwise the given class.
+func classifyErr(parent, reqCtx context.Context, err error, otherwise record.ErrorClass) record.ErrorClass {
+	switch {
+	case parent.Err() != nil:
+		return record.ErrCanceled
+	case reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return record.ErrTimeout
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return record.ErrTimeout
+	}
+	return otherwise
+}

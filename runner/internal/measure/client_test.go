@@ -1,0 +1,441 @@
+package measure
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/openai"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/sim"
+	"github.com/onelayerdown/runner/runner/internal/sse"
+)
+
+// tolerance is how far a client-measured time may stand from the simulator's own send time.
+// On loopback a written event reaches the reader in tens of microseconds; the rest of the
+// budget covers a reader goroutine that the Go scheduler or a busy 2-core machine starts late.
+// Metrics compared are TTFT (one sample) and TPOT (a mean over many gaps, where lateness at
+// both ends cancels), so 3 ms bounds them with room to spare while still catching a timing
+// taken at the wrong place: after decoding a whole stream, or after reading ahead a buffer,
+// is off by one or more decode steps (5 ms and more here).
+const tolerance = 3 * time.Millisecond
+
+// startSim starts an in-process simulator whose every chunk carries its send time.
+func startSim(t *testing.T, mutate func(*sim.Config)) *httptest.Server {
+	t.Helper()
+	c := sim.DefaultConfig()
+	c.Model = "sim-model"
+	c.Seed = 11
+	c.Stamp = true
+	c.DevMode = true
+	if mutate != nil {
+		mutate(&c)
+	}
+	s, err := sim.New(c)
+	if err != nil {
+		t.Fatalf("sim.New: %v", err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); ts.Close() })
+	return ts
+}
+
+// tee is a RoundTripper that keeps a copy of every response body, so a test can read the
+// simulator's ground-truth stamps from the very bytes the client measured.
+type tee struct {
+	mu     sync.Mutex
+	bodies []*bytes.Buffer
+}
+
+func (tr *tee) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tr.mu.Lock()
+	tr.bodies = append(tr.bodies, &buf)
+	tr.mu.Unlock()
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(resp.Body, &buf), resp.Body}
+	return resp, nil
+}
+
+func (tr *tee) last() []byte {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.bodies[len(tr.bodies)-1].Bytes()
+}
+
+// truth is the simulator's stamp on one chunk.
+type truth struct {
+	sent   time.Time
+	tokens int
+	text   bool
+}
+
+// stamps reads the ground truth of every chunk of a stream, in order, [DONE] excluded.
+func stamps(t *testing.T, body []byte) []truth {
+	t.Helper()
+	var out []truth
+	sc := sse.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		data := sc.Event().Data
+		if string(data) == "[DONE]" {
+			continue
+		}
+		var v struct {
+			Sim struct {
+				SentNS int64 `json:"sent_ns"`
+				Tokens int   `json:"tokens"`
+			} `json:"sim"`
+		}
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("stamp: %v in %s", err, data)
+		}
+		ch, err := openai.DecodeChunk(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, truth{sent: time.Unix(0, v.Sim.SentNS), tokens: v.Sim.Tokens, text: ch.IsText()})
+	}
+	return out
+}
+
+func newClient(ts *httptest.Server, tr http.RoundTripper) *Client {
+	api := &openai.Client{BaseURL: ts.URL}
+	c := &Client{API: api, HTTP: &http.Client{Transport: tr}}
+	c.Tokenize = func(ctx context.Context, text string) (int, error) {
+		res, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: "sim-model", Prompt: text, AddSpecialTokens: ptr(false)})
+		return res.Count, err
+	}
+	return c
+}
+
+func spec(api openai.API, maxTokens int) Spec {
+	return Spec{
+		Params: openai.Params{
+			API: api, Model: "sim-model", Prompt: "KV caching helps inference servers because",
+			MaxTokens: maxTokens, IgnoreEOS: ptr(true),
+			Options: openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true},
+		},
+		Timeout: 10 * time.Second,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestGroundTruth compares what the client measured with the simulator's send times, for
+// one-token and multi-token events and for events that split a token's text.
+func TestGroundTruth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test; skipped with -short")
+	}
+	tests := []struct {
+		name      string
+		api       openai.API
+		perEvent  []int
+		split     int
+		maxTokens int
+	}{
+		{"completions, one token per event", openai.Completions, []int{1}, 0, 24},
+		{"chat, one token per event", openai.Chat, []int{1}, 0, 24},
+		{"completions, 1-3-1 tokens per event", openai.Completions, []int{1, 3, 1}, 0, 25},
+		{"chat, two tokens per event with split text", openai.Chat, []int{2}, 3, 24},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startSim(t, func(c *sim.Config) {
+				c.QueueDelay = 2 * time.Millisecond
+				c.PrefillPerToken = 500 * time.Microsecond
+				c.DecodePerToken = 4 * time.Millisecond
+				c.TokensPerEvent = tt.perEvent
+				c.SplitEvery = tt.split
+			})
+			tr := &tee{}
+			c := newClient(ts, tr)
+			rec, err := c.Do(context.Background(), spec(tt.api, tt.maxTokens))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != record.StatusOK {
+				t.Fatalf("status %s: %s %s", rec.Status, rec.ErrorClass, rec.Error)
+			}
+			gt := stamps(t, tr.last())
+			if len(gt) != rec.Events {
+				t.Fatalf("client saw %d events, server sent %d", rec.Events, len(gt))
+			}
+			t0 := rec.Start
+			var textIdx []int
+			tokensAfterFirst := 0
+			for i, g := range gt {
+				if g.text {
+					textIdx = append(textIdx, i)
+				}
+			}
+			first, last := textIdx[0], textIdx[len(textIdx)-1]
+			for _, g := range gt[first+1 : last+1] {
+				tokensAfterFirst += g.tokens
+			}
+			totalTokens := 0
+			for _, g := range gt {
+				totalTokens += g.tokens
+			}
+
+			// Every event's arrival is after its send and close to it.
+			for i, e := range rec.EventList {
+				lag := t0.Add(e.SinceT0).Sub(gt[i].sent)
+				if lag < -time.Millisecond || lag > 20*time.Millisecond {
+					t.Errorf("event %d arrived %v after it was sent", i, lag)
+				}
+			}
+			wantTTFT := gt[first].sent.Sub(t0)
+			span := gt[last].sent.Sub(gt[first].sent)
+			wantTPOTEvent := span / time.Duration(len(textIdx)-1)
+			wantTPOTToken := span / time.Duration(tokensAfterFirst)
+			within(t, "ttft", *rec.TTFT, wantTTFT)
+			within(t, "tpot_event", *rec.TPOTEvent, wantTPOTEvent)
+			within(t, "tpot_token", *rec.TPOTToken, wantTPOTToken)
+
+			// Events and tokens differ exactly as the chunking says.
+			if rec.TextEvents != len(textIdx) {
+				t.Errorf("text events = %d, want %d", rec.TextEvents, len(textIdx))
+			}
+			if rec.OutputTokens == nil || *rec.OutputTokens != tt.maxTokens || totalTokens != tt.maxTokens {
+				t.Errorf("output tokens = %v (server stamped %d), want %d", deref(rec.OutputTokens), totalTokens, tt.maxTokens)
+			}
+			if !rec.TokenSource.Exact() || !rec.TPOTTokenExact {
+				t.Errorf("token source %q exact=%v, want per-event counts", rec.TokenSource, rec.TPOTTokenExact)
+			}
+			if rec.TokensFromTokenize == nil || *rec.TokensFromTokenize != tt.maxTokens {
+				t.Errorf("tokenize count = %v, want %d", deref(rec.TokensFromTokenize), tt.maxTokens)
+			}
+			if rec.FinishReason != "length" {
+				t.Errorf("finish reason %q, want length", rec.FinishReason)
+			}
+			if rec.PromptTokensReported == nil || *rec.PromptTokensReported <= 0 {
+				t.Errorf("prompt tokens reported = %v", deref(rec.PromptTokensReported))
+			}
+		})
+	}
+}
+
+func within(t *testing.T, name string, got, want time.Duration) {
+	t.Helper()
+	if d := got - want; d < -tolerance || d > tolerance {
+		t.Errorf("%s = %v, ground truth %v (off by %v, tolerance %v)", name, got, want, d, tolerance)
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return "<missing>"
+	}
+	return *p
+}
+
+// TestDegrade checks that an option the server rejects is dropped, remembered, and recorded.
+func TestDegrade(t *testing.T) {
+	faults, err := sim.ParseFaults("refuse=return_token_ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startSim(t, func(c *sim.Config) { c.Faults = faults })
+	c := newClient(ts, http.DefaultTransport)
+	for i := range 2 {
+		rec, err := c.Do(context.Background(), spec(openai.Completions, 8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status != record.StatusOK {
+			t.Fatalf("request %d: %s %s", i, rec.ErrorClass, rec.Error)
+		}
+		if rec.ReturnTokenIDs || !rec.ContinuousUsage {
+			t.Errorf("request %d: return_token_ids=%v continuous_usage=%v, want false, true", i, rec.ReturnTokenIDs, rec.ContinuousUsage)
+		}
+		if rec.TokenSource != record.SourceUsageCont {
+			t.Errorf("request %d: token source %q, want %q", i, rec.TokenSource, record.SourceUsageCont)
+		}
+	}
+	if o := c.Options(); o.ReturnTokenIDs || !o.ContinuousUsage {
+		t.Errorf("options remembered: %+v", o)
+	}
+}
+
+// TestIgnoredOptions checks the fallbacks when a server silently ignores the per-event options:
+// the final usage gives the total and tpot_token says it is not exact.
+func TestIgnoredOptions(t *testing.T) {
+	faults, err := sim.ParseFaults("ignore=return_token_ids,ignore=continuous_usage_stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startSim(t, func(c *sim.Config) { c.Faults = faults; c.TokensPerEvent = []int{2} })
+	c := newClient(ts, http.DefaultTransport)
+	rec, err := c.Do(context.Background(), spec(openai.Chat, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != record.StatusOK {
+		t.Fatalf("%s %s", rec.ErrorClass, rec.Error)
+	}
+	if rec.TokenSource != record.SourceUsage || rec.TPOTTokenExact {
+		t.Errorf("source %q exact %v, want usage and not exact", rec.TokenSource, rec.TPOTTokenExact)
+	}
+	if *rec.OutputTokens != 10 || rec.TextEvents != 5 {
+		t.Errorf("output tokens %d, text events %d; want 10 and 5", *rec.OutputTokens, rec.TextEvents)
+	}
+	for _, e := range rec.EventList {
+		if e.Tokens != nil {
+			t.Fatalf("event %d has a token count without per-event counts", e.Seq)
+		}
+	}
+}
+
+// TestFailures checks that every kind of broken response becomes a failed row with its class,
+// never a measurement.
+func TestFailures(t *testing.T) {
+	tests := []struct {
+		faults  string
+		timeout time.Duration
+		want    record.ErrorClass
+	}{
+		{"error@3", 0, record.ErrStreamError},
+		{"truncate@3", 0, record.ErrTruncated},
+		{"abort@3", 0, record.ErrTruncated},
+		{"malformed@2", 0, record.ErrDecode},
+		{"status=503", 0, record.ErrHTTPStatus},
+		{"hang@3", 300 * time.Millisecond, record.ErrTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.faults, func(t *testing.T) {
+			faults, err := sim.ParseFaults(tt.faults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := startSim(t, func(c *sim.Config) { c.Faults = faults })
+			c := newClient(ts, http.DefaultTransport)
+			s := spec(openai.Completions, 16)
+			if tt.timeout > 0 {
+				s.Timeout = tt.timeout
+			}
+			rec, err := c.Do(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != record.StatusFailed || rec.ErrorClass != tt.want {
+				t.Fatalf("status %s class %q (%s), want failed %q", rec.Status, rec.ErrorClass, rec.Error, tt.want)
+			}
+			if rec.TTFT != nil || rec.TPOTEvent != nil || rec.TPOTToken != nil || rec.E2E != nil {
+				t.Errorf("a failed row carries metrics: %+v", rec)
+			}
+			if rec.Error == "" {
+				t.Error("a failed row without its error text")
+			}
+		})
+	}
+}
+
+// TestConnectionRefused checks a server that is not there.
+func TestConnectionRefused(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	url := ts.URL
+	ts.Close()
+	c := &Client{API: &openai.Client{BaseURL: url}}
+	rec, err := c.Do(context.Background(), spec(openai.Completions, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ErrorClass != record.ErrConnect {
+		t.Fatalf("class %q (%s), want connect", rec.ErrorClass, rec.Error)
+	}
+}
+
+// TestCanceled checks that stopping the run mid-request is a canceled row, which a resumed run
+// sends again.
+func TestCanceled(t *testing.T) {
+	faults, _ := sim.ParseFaults("hang@2")
+	ts := startSim(t, func(c *sim.Config) { c.Faults = faults })
+	c := newClient(ts, http.DefaultTransport)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	rec, err := c.Do(ctx, spec(openai.Completions, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ErrorClass != record.ErrCanceled {
+		t.Fatalf("class %q (%s), want canceled", rec.ErrorClass, rec.Error)
+	}
+}
+
+// TestConnectionReuse checks that a second request reuses the connection and that httptrace's
+// moments are in order.
+func TestConnectionReuse(t *testing.T) {
+	ts := startSim(t, nil)
+	c := newClient(ts, NewHTTP().Transport)
+	var recs []record.Request
+	for range 2 {
+		rec, err := c.Do(context.Background(), spec(openai.Completions, 4))
+		if err != nil || rec.Status != record.StatusOK {
+			t.Fatalf("%v %s %s", err, rec.ErrorClass, rec.Error)
+		}
+		recs = append(recs, rec)
+	}
+	if recs[0].ConnReused || !recs[1].ConnReused {
+		t.Errorf("conn reused = %v, %v; want false, true", recs[0].ConnReused, recs[1].ConnReused)
+	}
+	for i, r := range recs {
+		order := []time.Duration{*r.WroteRequest, *r.FirstByte, *r.TTFT, *r.LastText, *r.E2E}
+		if !slices.IsSorted(order) {
+			t.Errorf("request %d: wrote, first byte, ttft, last text, e2e out of order: %v", i, order)
+		}
+	}
+}
+
+// BenchmarkClientPerEvent measures the client's own cost per streamed event: a zero-latency
+// simulator streams 256 one-token events per request.
+func BenchmarkClientPerEvent(b *testing.B) {
+	c := sim.DefaultConfig()
+	c.Model = "sim-model"
+	s, err := sim.New(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Serve a recorded stream from memory so the figure is the client's, not the simulator's.
+	ts0 := httptest.NewServer(s)
+	resp, err := http.Post(ts0.URL+"/v1/completions", "application/json",
+		bytes.NewReader([]byte(`{"model":"sim-model","prompt":"hello","max_tokens":256,"stream":true,"ignore_eos":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true},"return_token_ids":true}`)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ts0.Close()
+	s.Close()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(stream)
+	}))
+	defer ts.Close()
+	cl := &Client{API: &openai.Client{BaseURL: ts.URL}}
+	sp := spec(openai.Completions, 256)
+	events := 0
+	b.ResetTimer()
+	for b.Loop() {
+		rec, err := cl.Do(context.Background(), sp)
+		if err != nil || rec.Status != record.StatusOK {
+			b.Fatalf("%v %s %s", err, rec.ErrorClass, rec.Error)
+		}
+		events += rec.Events
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+}
