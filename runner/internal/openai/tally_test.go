@@ -105,7 +105,7 @@ func TestTally(t *testing.T) {
 			output: 3, source: record.SourceTokenIDs, perEvent: "[1 1 0 1 0]", span: 2, usage: 3,
 		},
 		{
-			name: "token ids missing on a text chunk are not per-event",
+			name:   "token ids missing on a text chunk are not per-event",
 			chunks: []Chunk{withIDs(text("a"), 1), text("b"), withIDs(text("c"), 1), usageOnly(1, 3)},
 			output: 3, source: record.SourceUsage, perEvent: "[]", span: -1, usage: 3, note: "no token ids",
 		},
