@@ -256,3 +256,21 @@ func TestCloseTwiceAndBadStatus(t *testing.T) {
 		t.Errorf("end time %v", r.Manifest().End)
 	}
 }
+
+func TestCheckExperiment(t *testing.T) {
+	exp, configs := testExperiment()
+	f, err := Create(t.TempDir(), exp, configs, testRunInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close(StatusInterrupted)
+	m := f.Manifest()
+	if err := m.CheckExperiment(exp.Source); err != nil {
+		t.Errorf("the same file: %v", err)
+	}
+	changed := append([]byte(nil), exp.Source...)
+	changed = append(changed, "# edited\n"...)
+	if err := m.CheckExperiment(changed); err == nil || !strings.Contains(err.Error(), "has changed since the run began") {
+		t.Errorf("an edited file: %v", err)
+	}
+}
