@@ -297,6 +297,7 @@ func TestHints(t *testing.T) {
 		{"vllm_bf16_t4.log", []string{"Tesla T4, compute capability 7.5", "no bf16", "set server.dtype: half"}},
 		{"vllm_bf16_v100_compose.log", []string{"Tesla V100-SXM2-16GB, compute capability 7.0", "set server.dtype: half"}},
 		{"vllm_bf16_wrapped.log", []string{"Tesla T4", "set server.dtype: half"}},
+		{"sim_bf16.log", []string{"Tesla T4, compute capability 7.5", "set server.dtype: half"}},
 		{"vllm_kv_cache_v0.log", []string{"lower server.max_model_len to at most 7344", "32768"}},
 		{"vllm_kv_cache_v1.log", []string{"lower server.max_model_len to at most 34736", "262144"}},
 		{"vllm_kv_cache_v1_plain.log", []string{"lower server.max_model_len to at most 5632"}},

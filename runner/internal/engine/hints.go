@@ -28,7 +28,7 @@ var hintRules = []hintRule{
 		// vLLM refuses bfloat16 below compute capability 8.0 (Tesla T4 is 7.5, V100 7.0).
 		name: "bf16",
 		keys: []string{"Bfloat16"},
-		re:   regexp.MustCompile(`Bfloat16 is only supported on GPUs with compute capability of at least [0-9.]+\.(?: Your (.+?) GPU has compute capability (\d+(?:\.\d+)?))?`),
+		re:   regexp.MustCompile(`Bfloat16 is only supported on GPUs with compute capability of at least [0-9.]+[.;](?: [Yy]our (.+?) GPU has compute capability (\d+(?:\.\d+)?))?`),
 		text: func(m []string, _ hintInfo) string {
 			gpu := "this GPU"
 			if m[1] != "" {
