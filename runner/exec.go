@@ -3,10 +3,131 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/orchestrate"
+	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
-// cmdRun is not built yet.
+const runDescription = `
+Run an experiment: expand its matrix, boot one server per distinct server config, send every
+config's warm-up and measured requests, and write a new result folder under --results
+(results/<experiment name>/<UTC time>-<id>/). Each request is appended to the folder as it
+completes, so an interrupted run loses at most the request in flight; finish it with --resume.
+
+On Ctrl-C the run stops the request in flight, stops its server, marks the folder interrupted
+and prints the command that resumes it; a second Ctrl-C exits at once.
+
+Exit status: 0 when every request succeeded; 1 when some failed (a server that did not boot,
+a request that failed) or the run could not finish; 2 on an invalid experiment file or bad
+flags; 130 when interrupted.`
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("exec: not implemented yet")
+	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--dry-run] [--quiet]", runDescription, stderr)
+	root := fs.String("results", "results", "the folder that result folders are created in")
+	resume := fs.String("resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
+	dryRun := fs.Bool("dry-run", false, "check and plan the experiment, then stop without booting anything")
+	quiet := fs.Bool("quiet", false, "print no per-request progress")
+	files, helped, err := flagsAndFiles(fs, args)
+	if helped || err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		return usageError("run: want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
+	}
+	file := files[0]
+	exp, err := experiment.Load(file)
+	var cfgs []experiment.Config
+	if err == nil {
+		cfgs, err = exp.Expand()
+	}
+	if err != nil {
+		return planLoadError(err)
+	}
+	if *dryRun {
+		return writePlanText(stdout, newPlan(exp, cfgs))
+	}
+
+	var folder *results.Folder
+	var done results.Done
+	if *resume != "" {
+		man, err := results.ReadManifest(*resume)
+		if err != nil {
+			return &exitError{code: 2, msg: "runner: resume: " + err.Error()}
+		}
+		if err := man.CheckExperiment(exp.Source); err != nil {
+			return &exitError{code: 2, msg: fmt.Sprintf("runner: resume %s: %v", *resume, err)}
+		}
+		if folder, done, err = results.Resume(*resume); err != nil {
+			return &exitError{code: 2, msg: "runner: resume: " + err.Error()}
+		}
+		fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
+	} else {
+		ver, commit := buildInfo()
+		folder, err = results.Create(*root, exp, cfgs, results.RunInfo{
+			RunnerVersion: ver, RunnerCommit: commit, Command: append([]string{"runner"}, args...),
+		})
+		if err != nil {
+			return fmt.Errorf("create the result folder: %w", err)
+		}
+		fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
+	}
+
+	var progress *orchestrate.Progress
+	if !*quiet {
+		progress = orchestrate.NewProgress(stderr, isTerminal(stderr))
+	}
+	out, runErr := orchestrate.Run(ctx, orchestrate.Options{
+		Experiment: exp, Configs: cfgs, Sink: folder, Done: done, Progress: progress,
+	})
+
+	status := results.StatusComplete
+	switch {
+	case out.Interrupted || errors.Is(runErr, context.Canceled):
+		status = results.StatusInterrupted
+	case runErr != nil:
+		status = results.StatusFailed
+	}
+	if err := folder.Close(status); err != nil {
+		return errors.Join(runErr, fmt.Errorf("close %s: %w", folder.Dir(), err))
+	}
+
+	if status == results.StatusInterrupted {
+		return &exitError{code: 130, msg: fmt.Sprintf("runner: interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s --resume %s", out.Sent, file, folder.Dir())}
+	}
+	if runErr != nil {
+		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s --resume %s)", runErr, folder.Dir(), file, folder.Dir())
+	}
+
+	rep, err := loadSummary(folder.Dir())
+	if err != nil {
+		return err
+	}
+	if err := writeSummaryText(stdout, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nresults: %s\n", folder.Dir())
+	if out.Failed > 0 || out.BootFailed > 0 {
+		var parts []string
+		if out.BootFailed > 0 {
+			parts = append(parts, plural(out.BootFailed, "server config")+" failed to boot")
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d requests failed", out.Failed, out.Sent))
+		return &exitError{code: 1, msg: "runner: " + strings.Join(parts, "; ") + " (see errors.jsonl and logs/ in the folder)"}
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device, such as an interactive terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

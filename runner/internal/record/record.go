@@ -47,6 +47,7 @@ const (
 	ErrNoText      ErrorClass = "no_text"      // the stream completed but carried no text
 	ErrCanceled    ErrorClass = "canceled"     // the runner was interrupted mid-request
 	ErrServer      ErrorClass = "server"       // the server for this config could not be booted
+	ErrCacheReset  ErrorClass = "cache_reset"  // the prefix cache could not be reset before it
 )
 
 // TokenSource names where an output token count came from, best first.

@@ -27,9 +27,10 @@ const filler = `The morning train left the valley a little after six, and by the
 
 var fillerWords = strings.Fields(filler)
 
-// padUnits are the pieces appended, repeated, to make up the last few tokens; each is one token
-// in common tokenizers (a space and a letter is a whole word to BPE and SentencePiece alike).
-var padUnits = []string{" a", " x", " ."}
+// padUnits are the pieces appended, repeated, to make up the last few tokens. The first are one
+// token in common tokenizers (a space and a letter is a whole word to BPE and SentencePiece
+// alike); the rest serve tokenizers that count a space apart or a glued character as one token.
+var padUnits = []string{" a", " x", " .", ".", ",", "a"}
 
 // Synthesize returns a prompt of exactly n tokens by the Counter c, and n.
 //
@@ -112,24 +113,68 @@ func Synthesize(ctx context.Context, c Counter, n int, seed int64) (string, int,
 			continue
 		}
 		base := s.text(k)
-		for _, unit := range padUnits {
-			text := base + strings.Repeat(unit, d)
-			if base == "" {
-				text = strings.TrimLeft(text, " ")
-			}
-			got, err := s.c.Count(ctx, text)
-			if err != nil {
-				return "", 0, fail("%w", err)
-			}
-			if got == n {
-				return text, n, nil
-			}
+		if text, ok, err := s.pad(base, fk, d); err != nil {
+			return "", 0, fail("%w", err)
+		} else if ok {
+			return text, n, nil
 		}
 	}
 	if v, ok := s.memo[lo]; ok {
 		flo = v
 	}
 	return "", 0, fail("no prefix of the filler text, padded, counts exactly %d (%d words count %d, %d words %d)", n, lo, flo, hi, fhi)
+}
+
+// pad makes up d tokens after base, which counts fb tokens. It measures what each pad unit adds
+// once repeated, then tries a unit whose cost divides d, and a unit of cost u repeated d/u times
+// followed by a one-token unit for the remainder; every candidate is counted before it is
+// returned.
+func (s *synth) pad(base string, fb, d int) (string, bool, error) {
+	join := func(parts ...string) string {
+		text := base + strings.Join(parts, "")
+		if base == "" {
+			text = strings.TrimLeft(text, " ")
+		}
+		return text
+	}
+	check := func(text string) (bool, error) {
+		got, err := s.c.Count(s.ctx, text)
+		return got == fb+d, err
+	}
+	cost := make([]int, len(padUnits))
+	for i, unit := range padUnits {
+		got, err := s.c.Count(s.ctx, join(unit, unit))
+		if err != nil {
+			return "", false, err
+		}
+		cost[i] = (got - fb) / 2
+		if (got-fb)%2 != 0 {
+			cost[i] = 0 // the first repetition merges or splits differently: not a steady unit
+		}
+	}
+	for i, unit := range padUnits {
+		if cost[i] > 0 && d%cost[i] == 0 {
+			text := join(strings.Repeat(unit, d/cost[i]))
+			if ok, err := check(text); err != nil || ok {
+				return text, ok, err
+			}
+		}
+	}
+	for i, unit := range padUnits {
+		if cost[i] <= 1 {
+			continue
+		}
+		for j, one := range padUnits {
+			if cost[j] != 1 {
+				continue
+			}
+			text := join(strings.Repeat(unit, d/cost[i]), strings.Repeat(one, d%cost[i]))
+			if ok, err := check(text); err != nil || ok {
+				return text, ok, err
+			}
+		}
+	}
+	return "", false, nil
 }
 
 // synth holds one Synthesize call's state.

@@ -1,0 +1,362 @@
+// Package orchestrate runs the matrix: for each distinct server config it boots the server once,
+// prepares the prompts, sends every request of that server's configs in the experiment's order,
+// appends each record to the result folder as it completes, and stops the server before the
+// next one boots.
+package orchestrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/engine"
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/measure"
+	"github.com/onelayerdown/runner/runner/internal/openai"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/tokens"
+)
+
+// Sink receives the records of a run; *results.Folder is the one the runner uses.
+type Sink interface {
+	Append(rec record.Request) error
+	SetServer(info results.ServerInfo) error
+	ServerLog(serverID string) (*os.File, error)
+}
+
+// Options is everything a run needs.
+type Options struct {
+	Experiment *experiment.Experiment
+	Configs    []experiment.Config
+	Sink       Sink
+	// Done holds the requests a resumed folder already has; they are not sent again.
+	Done results.Done
+	// Executable is the runner's own executable, which engine sim runs; empty means
+	// os.Executable().
+	Executable string
+	// Progress receives progress reports; nil discards them.
+	Progress *Progress
+	// StopTimeout bounds how long stopping a server may take once the run is over or
+	// interrupted.
+	StopTimeout time.Duration
+}
+
+// Outcome counts what a run did.
+type Outcome struct {
+	Sent        int // requests sent and recorded
+	Failed      int // of which failed
+	Skipped     int // already in the folder (resume)
+	BootFailed  int // server configs that could not be booted
+	Interrupted bool
+}
+
+// Run runs every config, server by server. It returns an error only when the run cannot go
+// on at all (the folder cannot be written, the run was interrupted); a server that fails to
+// boot or a request that fails is recorded and the run goes on.
+func Run(ctx context.Context, o Options) (Outcome, error) {
+	var out Outcome
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 2 * time.Minute
+	}
+	groups := groupByServer(o.Configs)
+	tk, err := tokens.NewTiktoken("")
+	if err != nil {
+		return out, fmt.Errorf("load the tiktoken encoding: %w", err)
+	}
+	total := 0
+	for _, g := range groups {
+		for _, j := range g.jobs(o.Experiment) {
+			if o.Done.Has(g.configs[j.Config].ID, j.Seq) {
+				out.Skipped++
+				continue
+			}
+			total++
+		}
+	}
+	o.Progress.start(total, len(groups))
+
+	for gi, g := range groups {
+		if err := ctx.Err(); err != nil {
+			out.Interrupted = true
+			return out, err
+		}
+		if err := runServer(ctx, o, gi, g, tk, &out); err != nil {
+			if ctx.Err() != nil {
+				out.Interrupted = true
+			}
+			return out, err
+		}
+	}
+	o.Progress.finish()
+	return out, nil
+}
+
+// group is the configs that share one server config, in expansion order.
+type group struct {
+	serverID string
+	server   experiment.Server
+	configs  []experiment.Config
+}
+
+func groupByServer(configs []experiment.Config) []group {
+	var groups []group
+	index := map[string]int{}
+	for _, c := range configs {
+		i, ok := index[c.ServerID]
+		if !ok {
+			i = len(groups)
+			index[c.ServerID] = i
+			groups = append(groups, group{serverID: c.ServerID, server: c.Server})
+		}
+		groups[i].configs = append(groups[i].configs, c)
+	}
+	return groups
+}
+
+// jobs returns the group's requests in the order they are sent.
+func (g group) jobs(exp *experiment.Experiment) []measure.Job {
+	counts := make([]measure.Counts, len(g.configs))
+	for i, c := range g.configs {
+		counts[i] = measure.Counts{Warmup: c.Warmup, Repetitions: c.Repetitions}
+	}
+	return measure.Schedule(counts, exp.Order.Mode, exp.Order.Seed)
+}
+
+// runServer boots one server, runs its configs' requests, and stops it.
+func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tiktoken, out *Outcome) error {
+	jobs := g.jobs(o.Experiment)
+	var pending []measure.Job
+	for _, j := range jobs {
+		if !o.Done.Has(g.configs[j.Config].ID, j.Seq) {
+			pending = append(pending, j)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	o.Progress.server(gi, g.server.Engine, g.serverID, len(g.configs))
+
+	logw, err := o.Sink.ServerLog(g.serverID)
+	if err != nil {
+		return err
+	}
+	defer logw.Close()
+	logName := logw.Name()
+	bootStart := time.Now()
+	srv, err := engine.Start(ctx, g.server, engine.StartOptions{
+		Log:        logw,
+		LogName:    logName,
+		Progress:   o.Progress.writer(),
+		Executable: o.Executable,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		out.BootFailed++
+		info := results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine, Model: g.server.Model,
+			BootStart: bootStart.UTC(), Error: err.Error()}
+		var be *engine.BootError
+		if errors.As(err, &be) && be.ExitCode >= 0 {
+			info.ExitCode = record.Int(be.ExitCode)
+		}
+		if serr := o.Sink.SetServer(info); serr != nil {
+			return serr
+		}
+		o.Progress.note("server %s (%s) failed to boot; its %d configs are recorded as failed:\n%v", g.serverID, g.server.Engine, len(g.configs), err)
+		return failAll(o, g, pending, record.ErrServer, "server failed to boot: "+err.Error(), out)
+	}
+	// However the run ends from here on (an error, an interrupt, a panic), the server stops.
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.Background(), o.StopTimeout)
+		defer cancel()
+		if err := srv.Stop(sctx); err != nil {
+			o.Progress.note("%v", err)
+		}
+	}
+	defer stop()
+
+	info := serverInfo(g, srv, bootStart)
+	if err := o.Sink.SetServer(info); err != nil {
+		return err
+	}
+	o.Progress.note("%s ready in %.1fs at %s (model %s%s)", g.server.Engine, srv.BootTime().Seconds(), srv.BaseURL(), srv.Model(), versionNote(srv.Version()))
+
+	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
+	client := &measure.Client{API: api, Tiktoken: tk}
+	client.SetOptions(openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true})
+	if serverTokenizes(ctx, api, srv.Model()) {
+		client.Tokenize = func(ctx context.Context, text string) (int, error) {
+			no := false
+			r, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: srv.Model(), Prompt: text, AddSpecialTokens: &no})
+			return r.Count, err
+		}
+	}
+
+	// Cache handling is an explicit choice: a reset that the server cannot do is an error of
+	// the experiment, not something to skip quietly.
+	reset := g.configs[0].Cache == "reset"
+	if reset && !srv.CanResetCache() {
+		msg := fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", g.server.Engine)
+		o.Progress.note("%s", msg)
+		err := failAll(o, g, pending, record.ErrServer, msg, out)
+		stop()
+		finishServer(o, info, srv)
+		return err
+	}
+
+	prompts, err := preparePrompts(ctx, g, api, srv.Model(), tk, client.Tokenize != nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		msg := "prepare prompts: " + err.Error()
+		o.Progress.note("%s", msg)
+		err := failAll(o, g, pending, record.ErrServer, msg, out)
+		stop()
+		finishServer(o, info, srv)
+		return err
+	}
+
+	for i, j := range pending {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if srv.Exited() {
+			msg := "server exited: " + errString(srv.Err())
+			if err := failAll(o, g, pending[i:], record.ErrServer, msg, out); err != nil {
+				return err
+			}
+			break
+		}
+		c := g.configs[j.Config]
+		rec := record.Request{}
+		resetOK := true
+		if reset {
+			if err := srv.ResetCache(ctx); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
+					Error: "reset the prefix cache: " + err.Error(), Start: time.Now().UTC()}
+				resetOK = false
+			}
+		}
+		if resetOK {
+			spec := measure.Spec{Params: params(c, srv.Model(), prompts), Timeout: c.Timeouts.Request}
+			rec, err = client.Do(ctx, spec)
+			if err != nil {
+				return err
+			}
+			if rec.ErrorClass == record.ErrCanceled {
+				// The run was stopped mid-request: nothing to keep; a resume sends it again.
+				return ctx.Err()
+			}
+		}
+		rec.ConfigID, rec.ServerID = c.ID, c.ServerID
+		rec.Seq, rec.Phase, rec.Rep = j.Seq, j.Phase, j.Rep
+		rec.Cache, rec.CacheReset = c.Cache, reset && resetOK
+		rec.MaxTokens = c.Request.MaxTokens
+		if c.Request.PromptTokens > 0 {
+			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
+		}
+		if err := o.Sink.Append(rec); err != nil {
+			return fmt.Errorf("record request %s: %w", results.RequestID(c.ID, j.Seq), err)
+		}
+		out.Sent++
+		if rec.Status != record.StatusOK {
+			out.Failed++
+		}
+		o.Progress.request(c, rec)
+	}
+	stop()
+	finishServer(o, info, srv)
+	return nil
+}
+
+// finishServer records how the server ended.
+func finishServer(o Options, info results.ServerInfo, srv *engine.Server) {
+	if code := srv.ExitCode(); code >= 0 {
+		info.ExitCode = record.Int(code)
+	} else if srv.PID() != 0 {
+		info.ExitSignal = "terminated"
+	}
+	if err := srv.Err(); err != nil {
+		info.Error = err.Error()
+	}
+	if err := o.Sink.SetServer(info); err != nil {
+		o.Progress.note("record server %s: %v", info.ServerID, err)
+	}
+}
+
+func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.ServerInfo {
+	boot := srv.BootTime().Seconds()
+	return results.ServerInfo{
+		ServerID:      g.serverID,
+		Engine:        srv.Engine(),
+		EngineVersion: srv.Version(),
+		Model:         srv.Model(),
+		Argv:          srv.Argv(),
+		BootStart:     bootStart.UTC(),
+		BootSeconds:   &boot,
+	}
+}
+
+// failAll records every pending request as failed with the same reason.
+func failAll(o Options, g group, pending []measure.Job, class record.ErrorClass, msg string, out *Outcome) error {
+	now := time.Now().UTC()
+	for _, j := range pending {
+		c := g.configs[j.Config]
+		rec := record.Request{
+			ConfigID: c.ID, ServerID: c.ServerID, Seq: j.Seq, Phase: j.Phase, Rep: j.Rep,
+			Start: now, Status: record.StatusFailed, ErrorClass: class, Error: msg,
+			MaxTokens: c.Request.MaxTokens, Cache: c.Cache,
+		}
+		if c.Request.PromptTokens > 0 {
+			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
+		}
+		if err := o.Sink.Append(rec); err != nil {
+			return fmt.Errorf("record request %s: %w", results.RequestID(c.ID, j.Seq), err)
+		}
+		out.Sent++
+		out.Failed++
+	}
+	o.Progress.skip(len(pending))
+	return nil
+}
+
+// params builds the request body parameters of a config.
+func params(c experiment.Config, model string, prompts map[promptKey]string) openai.Params {
+	r := c.Request
+	prompt := r.Prompt
+	if r.PromptTokens > 0 {
+		prompt = prompts[promptKey{api: r.API, n: r.PromptTokens}]
+	}
+	return openai.Params{
+		API: openai.API(r.API), Model: model, Prompt: prompt,
+		MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS, MinTokens: r.MinTokens,
+		Temperature: r.Temperature, Seed: r.Seed, Stop: r.Stop, Extra: r.Extra,
+	}
+}
+
+func versionNote(v string) string {
+	if v == "" {
+		return ""
+	}
+	return ", version " + v
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "without an error"
+	}
+	return err.Error()
+}
