@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -132,22 +134,50 @@ func TestSimCommandUsage(t *testing.T) {
 	}
 }
 
-// buildRunner builds the runner binary into a temporary directory.
+// buildRunner builds the runner binary once per test run into a temporary directory that
+// TestMain removes.
 func buildRunner(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the runner binary")
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH")
+	built.once.Do(func() {
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			built.err = errors.New("no go command on PATH")
+			return
+		}
+		if built.dir, err = os.MkdirTemp("", "runner-test-bin-"); err != nil {
+			built.err = err
+			return
+		}
+		bin := filepath.Join(built.dir, "runner")
+		out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	bin := filepath.Join(t.TempDir(), "runner")
-	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	return built.bin
+}
+
+// built is the runner binary that buildRunner made.
+var built struct {
+	once     sync.Once
+	bin, dir string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
-	return bin
+	os.Exit(code)
 }
 
 // TestSimProcess runs `runner sim` as a process, as a supervisor would: it waits for the

@@ -230,9 +230,8 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if srv.Exited() {
-			msg := "server exited: " + errString(srv.Err())
-			if err := failAll(o, g, pending[i:], record.ErrServer, msg, out); err != nil {
+		if exited(srv, 0) {
+			if err := failAll(o, g, pending[i:], record.ErrServer, "server exited: "+errString(srv.Err()), out); err != nil {
 				return err
 			}
 			break
@@ -244,6 +243,12 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 			if err := srv.ResetCache(ctx); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
+				}
+				if exited(srv, time.Second) {
+					if err := failAll(o, g, pending[i:], record.ErrServer, "server exited: "+errString(srv.Err()), out); err != nil {
+						return err
+					}
+					break
 				}
 				rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
 					Error: "reset the prefix cache: " + err.Error(), Start: time.Now().UTC()}
@@ -274,12 +279,30 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		out.Sent++
 		if rec.Status != record.StatusOK {
 			out.Failed++
+			if rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect {
+				// A broken connection may be the server dying; give its exit a moment to be
+				// noticed so the rest of its requests fail at once with the reason.
+				exited(srv, time.Second)
+			}
 		}
 		o.Progress.request(c, rec)
 	}
 	stop()
 	finishServer(o, info, srv)
 	return nil
+}
+
+// exited reports whether the server process has exited, waiting up to wait for it to.
+func exited(srv *engine.Server, wait time.Duration) bool {
+	if wait <= 0 {
+		return srv.Exited()
+	}
+	select {
+	case <-srv.Done():
+		return true
+	case <-time.After(wait):
+		return false
+	}
 }
 
 // finishServer records how the server ended.

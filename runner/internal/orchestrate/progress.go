@@ -44,6 +44,9 @@ func (p *Progress) start(total, servers int) {
 }
 
 func (p *Progress) server(i int, engine, id string, configs int) {
+	if p == nil {
+		return
+	}
 	p.note("server %d/%d: %s (server id %s, %d configs): booting", i+1, p.servers, engineName(engine), id, configs)
 }
 

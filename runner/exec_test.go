@@ -1,0 +1,427 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/sim"
+)
+
+// writeExperiment writes an experiment file into dir and returns its path.
+func writeExperiment(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(strings.TrimLeft(body, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// onlyFolder returns the single result folder under root/name.
+func onlyFolder(t *testing.T, root, name string) string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(root, name, "*"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("result folders under %s: %v %v", filepath.Join(root, name), dirs, err)
+	}
+	return dirs[0]
+}
+
+// survivors returns the live processes whose command line contains marker.
+func survivors(marker string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || !strings.Contains(string(cmd), marker) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join(p, "stat"))
+		// A zombie has exited; only its parent's wait is missing (PID 1 in a container may
+		// never reap it).
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && strings.HasPrefix(string(stat[i+1:]), " Z") {
+			continue
+		}
+		out = append(out, filepath.Base(p)+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return out
+}
+
+// checkNoSurvivors fails when a process carrying marker is still alive shortly after the runner
+// exited.
+func checkNoSurvivors(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		left := survivors(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server processes outlived the runner:\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runBinary runs the built runner and returns its exit status and stderr.
+func runBinary(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// readRequests loads a folder's requests.
+func readRequests(t *testing.T, dir string) []record.Request {
+	t.Helper()
+	reqs, err := results.LoadRequests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reqs
+}
+
+// simExperiment is an experiment on the simulator, marked with a unique model name so that its
+// processes can be found.
+func simExperiment(marker, args string, reps int) string {
+	return fmt.Sprintf(`
+version: 1
+name: e2e
+server:
+  engine: sim
+  model: %s
+  max_model_len: 512
+  args: [%s]
+request:
+  api: completions
+  ignore_eos: true
+matrix:
+  request.max_tokens: [8, 16]
+  request.prompt_tokens: [32]
+warmup: 1
+repetitions: %d
+cache: reset
+`, marker, args, reps)
+}
+
+// TestRunSim runs an experiment end to end against the simulator, as a user would: the built
+// binary, a real child server, a result folder on disk.
+func TestRunSim(t *testing.T) {
+	bin := buildRunner(t)
+	dir := t.TempDir()
+	marker := fmt.Sprintf("e2e-model-%d", time.Now().UnixNano())
+	file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--decode-per-token", "2ms", "--tokens-per-event", "1,3,1"`, 3))
+	root := filepath.Join(dir, "results")
+	code, stdout, stderr := runBinary(t, bin, file, "--results", root)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+	folder := onlyFolder(t, root, "e2e")
+	if !strings.Contains(stdout, "results: "+folder) || !strings.Contains(stdout, "ttft_ms") {
+		t.Errorf("stdout lacks the summary or the folder:\n%s", stdout)
+	}
+	reqs := readRequests(t, folder)
+	// One first-after-boot request, then per config one warm-up and three repetitions.
+	if len(reqs) != 1+2*(1+3) {
+		t.Fatalf("%d requests, want 9", len(reqs))
+	}
+	phases := map[record.Phase]int{}
+	for _, r := range reqs {
+		phases[r.Phase]++
+		if r.Status != record.StatusOK {
+			t.Fatalf("request %s-%d failed: %s %s", r.ConfigID, r.Seq, r.ErrorClass, r.Error)
+		}
+		if r.TTFT == nil || *r.TTFT <= 0 || r.TPOTToken == nil || *r.TPOTToken <= 0 || *r.E2E < *r.TTFT {
+			t.Errorf("implausible timings: ttft %v tpot %v e2e %v", r.TTFT, r.TPOTToken, r.E2E)
+		}
+		if r.OutputTokens == nil || *r.OutputTokens != r.MaxTokens || !r.TokenSource.Exact() {
+			t.Errorf("output tokens %v from %q, want %d per event", r.OutputTokens, r.TokenSource, r.MaxTokens)
+		}
+		if r.PromptTokensReported == nil || *r.PromptTokensReported != 32 {
+			t.Errorf("prompt tokens reported %v, want exactly the 32 requested", r.PromptTokensReported)
+		}
+		if !r.CacheReset || r.Cache != "reset" {
+			t.Errorf("cache %q reset %v, want reset before every request", r.Cache, r.CacheReset)
+		}
+		// 1, 3, 1 tokens per event: fewer events than tokens.
+		if r.TextEvents >= *r.OutputTokens {
+			t.Errorf("%d text events for %d tokens", r.TextEvents, *r.OutputTokens)
+		}
+	}
+	if phases[record.PhaseFirst] != 1 || phases[record.PhaseWarmup] != 2 || phases[record.PhaseMeasure] != 6 {
+		t.Errorf("phases %v", phases)
+	}
+	man, err := results.ReadManifest(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Status != results.StatusComplete || len(man.Servers) != 1 || man.Servers[0].BootSeconds == nil {
+		t.Errorf("manifest: status %s, servers %+v", man.Status, man.Servers)
+	}
+	if got := man.Servers[0].Argv; len(got) < 2 || got[1] != "sim" {
+		t.Errorf("server argv %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(folder, results.SummaryFile)); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRunInterruptAndResume interrupts a run with SIGINT, checks that the folder is marked
+// interrupted and no server survives, then resumes it and checks that every request is there
+// exactly once.
+func TestRunInterruptAndResume(t *testing.T) {
+	bin := buildRunner(t)
+	dir := t.TempDir()
+	marker := fmt.Sprintf("resume-model-%d", time.Now().UnixNano())
+	// Each request streams 16 tokens 15 ms apart: long enough to be interrupted mid-run.
+	file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--decode-per-token", "15ms"`, 4))
+	root := filepath.Join(dir, "results")
+
+	cmd := exec.Command(bin, file, "--results", root)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	var log strings.Builder
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "[4/") {
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	rest, _ := io.ReadAll(stderr)
+	log.Write(rest)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, log.String())
+	}
+	checkNoSurvivors(t, marker)
+	folder := onlyFolder(t, root, "e2e")
+	if !strings.Contains(log.String(), "--resume "+folder) {
+		t.Errorf("stderr does not say how to resume:\n%s", log.String())
+	}
+	r, err := results.Open(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status() != results.StatusInterrupted {
+		t.Errorf("status %s, want interrupted", r.Status())
+	}
+	before := readRequests(t, folder)
+	if len(before) < 4 || len(before) >= 11 {
+		t.Fatalf("%d requests recorded before the interrupt, want 4 to 10", len(before))
+	}
+
+	code, stdout, errout := runBinary(t, bin, file, "--resume", folder)
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, errout)
+	}
+	checkNoSurvivors(t, marker)
+	after := readRequests(t, folder)
+	if len(after) != 1+2*(1+4) {
+		t.Fatalf("%d requests after resume, want 11", len(after))
+	}
+	seen := map[string]bool{}
+	for _, q := range after {
+		id := results.RequestID(q.ConfigID, q.Seq)
+		if seen[id] {
+			t.Errorf("request %s recorded twice", id)
+		}
+		seen[id] = true
+		if q.Status != record.StatusOK {
+			t.Errorf("request %s: %s %s", id, q.ErrorClass, q.Error)
+		}
+	}
+	for i, q := range before {
+		if a := after[i]; a.ConfigID != q.ConfigID || a.Seq != q.Seq || !a.Start.Equal(q.Start) {
+			t.Errorf("row %d changed on resume: %s-%d became %s-%d", i, q.ConfigID, q.Seq, a.ConfigID, a.Seq)
+		}
+	}
+	man, _ := results.ReadManifest(folder)
+	if man.Status != results.StatusComplete || len(man.Resumes) != 1 {
+		t.Errorf("after resume: status %s, resumes %v", man.Status, man.Resumes)
+	}
+}
+
+// TestRunBootFailure checks that a server that cannot boot fails its configs with the engine's
+// hint, leaves no process, and exits 1.
+func TestRunBootFailure(t *testing.T) {
+	bin := buildRunner(t)
+	dir := t.TempDir()
+	marker := fmt.Sprintf("bootfail-model-%d", time.Now().UnixNano())
+	file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--gpu", "Tesla T4", "--dtype", "bfloat16"`, 2))
+	root := filepath.Join(dir, "results")
+	code, stdout, stderr := runBinary(t, bin, file, "--results", root)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "dtype") {
+		t.Errorf("stderr lacks the boot failure and its hint:\n%s", stderr)
+	}
+	folder := onlyFolder(t, root, "e2e")
+	reqs := readRequests(t, folder)
+	if len(reqs) != 1+2*(1+2) {
+		t.Fatalf("%d rows, want every request recorded as failed", len(reqs))
+	}
+	for _, q := range reqs {
+		if q.Status != record.StatusFailed || q.ErrorClass != record.ErrServer || !strings.Contains(q.Error, "Bfloat16") {
+			t.Errorf("row %s-%d: %s %s %q", q.ConfigID, q.Seq, q.Status, q.ErrorClass, q.Error)
+		}
+	}
+	man, _ := results.ReadManifest(folder)
+	if len(man.Servers) != 1 || man.Servers[0].Error == "" || man.Servers[0].BootSeconds != nil {
+		t.Errorf("servers: %+v", man.Servers)
+	}
+}
+
+// TestRunServerCrash checks that a server that dies mid-stream fails the request in flight and
+// the rest of its requests, quickly, and that the run goes on to finish the folder.
+func TestRunServerCrash(t *testing.T) {
+	bin := buildRunner(t)
+	dir := t.TempDir()
+	marker := fmt.Sprintf("crash-model-%d", time.Now().UnixNano())
+	file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--fault", "crash@2"`, 2))
+	root := filepath.Join(dir, "results")
+	code, stdout, stderr := runBinary(t, bin, file, "--results", root)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+	reqs := readRequests(t, onlyFolder(t, root, "e2e"))
+	if len(reqs) != 7 {
+		t.Fatalf("%d rows, want 7", len(reqs))
+	}
+	if reqs[0].Status != record.StatusFailed || reqs[0].ErrorClass != record.ErrTruncated {
+		t.Errorf("request in flight: %s %s, want failed truncated", reqs[0].Status, reqs[0].ErrorClass)
+	}
+	for _, q := range reqs[1:] {
+		if q.ErrorClass != record.ErrServer || !strings.Contains(q.Error, "server exited") {
+			t.Errorf("row %s-%d: %s %q, want the server's exit", q.ConfigID, q.Seq, q.ErrorClass, q.Error)
+		}
+	}
+}
+
+// TestRunEndpoint measures a server that is already running (engine: endpoint), in process.
+func TestRunEndpoint(t *testing.T) {
+	c := sim.DefaultConfig()
+	c.Model = "endpoint-model"
+	c.DecodePerToken = time.Millisecond
+	s, err := sim.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Close()
+	dir := t.TempDir()
+	file := writeExperiment(t, dir, "ep", fmt.Sprintf(`
+version: 1
+name: ep
+server:
+  engine: endpoint
+  url: %s
+  model: endpoint-model
+request:
+  api: chat
+  prompt: "Why does the first token take longest?"
+  max_tokens: 12
+  ignore_eos: true
+warmup: 0
+repetitions: 3
+cache: keep
+`, ts.URL))
+	root := filepath.Join(dir, "results")
+	stdout, stderr, code := runCmd(t, file, "--results", root, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	folder := onlyFolder(t, root, "ep")
+	f, err := os.Open(filepath.Join(folder, results.RequestsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+4 {
+		t.Fatalf("%d lines in requests.csv, want a header and 4 rows", len(rows))
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	for _, row := range rows[1:] {
+		if row[col["status"]] != "ok" || row[col["cache"]] != "keep" || row[col["cache_reset"]] != "false" {
+			t.Errorf("row %v", row)
+		}
+		if n, err := strconv.Atoi(row[col["output_tokens"]]); err != nil || n != 12 {
+			t.Errorf("output_tokens %q", row[col["output_tokens"]])
+		}
+	}
+}
+
+// TestRunUsage checks the command line's errors.
+func TestRunUsage(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeExperiment(t, dir, "bad", "version: 1\nname: Bad Name\n")
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run"}, 2, "want exactly one experiment file"},
+		{[]string{bad}, 2, "bad.yaml:2:7: name"},
+		{[]string{"run", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
+		{[]string{"run", bad, "--resume", dir}, 2, ""},
+	}
+	for _, tt := range tests {
+		_, stderr, code := runCmd(t, tt.args...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("runner %q: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.want)
+		}
+	}
+	// --dry-run plans without booting.
+	ok := writeExperiment(t, dir, "ok", simExperiment("dry", `"--seed", "1"`, 2))
+	stdout, stderr, code := runCmd(t, ok, "--dry-run")
+	if code != 0 || !strings.Contains(stdout, "2 configs") {
+		t.Errorf("--dry-run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
