@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -296,6 +297,20 @@ func TestOllamaServesTinyModel(t *testing.T) {
 		t.Errorf("%d text events for %d tokens", texts, maxTokens)
 	}
 
+	// A cache reset unloads the model and loads it again: the process that holds the model
+	// (and its prompt cache) is replaced by a new one.
+	if !s.CanResetCache() {
+		t.Fatal("the ollama preset offers no cache reset")
+	}
+	before := modelRunners(pgid)
+	if err := s.ResetCache(ctx); err != nil {
+		t.Fatalf("ResetCache: %v", err)
+	}
+	after := modelRunners(pgid)
+	if len(before) != 1 || len(after) != 1 || before[0] == after[0] {
+		t.Errorf("model runner processes before reset %v, after %v; want one each, different", before, after)
+	}
+
 	if err := s.Stop(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
@@ -303,4 +318,17 @@ func TestOllamaServesTinyModel(t *testing.T) {
 	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("process group %d still exists after Stop (kill -0: %v)", pgid, err)
 	}
+}
+
+// modelRunners returns the live processes of the group that serve a loaded model
+// ("ollama runner ... --model BLOB ...").
+func modelRunners(pgid int) []int {
+	var out []int
+	for _, pid := range groupMembers(pgid) {
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && strings.Contains(string(cmd), "\x00runner\x00") && strings.Contains(string(cmd), "\x00--model\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -68,6 +68,10 @@ type Launch struct {
 	// ResetPath is a POST path that empties the engine's prefix cache; empty when there is none.
 	// Start probes it once the server is ready, and CanResetCache reports whether it answered.
 	ResetPath string
+	// Reset, when set, empties the engine's prefix cache by other means than a POST path (ollama:
+	// unload the model and load it again). Start probes it once the server is ready, as it does
+	// ResetPath; ResetPath is not used when Reset is set.
+	Reset func(ctx context.Context, h *Hook) error
 	// AfterReady, when set, runs once the ready paths answer and before the server counts as
 	// ready: register and preload a model, warm a cache. Its time counts in the boot time.
 	AfterReady func(ctx context.Context, h *Hook) error

@@ -393,8 +393,8 @@ func (s *Server) finishBoot(ctx context.Context) error {
 			s.version = parseVersion(b)
 		}
 	}
-	if p := s.launch.ResetPath; p != "" {
-		if _, err := h.Post(qctx, p, nil); err != nil {
+	if s.launch.Reset != nil || s.launch.ResetPath != "" {
+		if err := s.reset(qctx, h); err != nil {
 			s.log.note("prefix cache reset unavailable: %v", err)
 		} else {
 			s.canReset = true
@@ -784,10 +784,19 @@ func (s *Server) ResetCache(ctx context.Context) error {
 	if !s.canReset {
 		return fmt.Errorf("%s: the server offers no prefix cache reset", s.engine)
 	}
-	if _, err := s.hook().Post(ctx, s.launch.ResetPath, nil); err != nil {
+	if err := s.reset(ctx, s.hook()); err != nil {
 		return fmt.Errorf("reset prefix cache: %w", err)
 	}
 	return nil
+}
+
+// reset empties the prefix cache the launch's way.
+func (s *Server) reset(ctx context.Context, h *Hook) error {
+	if s.launch.Reset != nil {
+		return s.launch.Reset(ctx, h)
+	}
+	_, err := h.Post(ctx, s.launch.ResetPath, nil)
+	return err
 }
 
 // LogTail returns the last lines the server printed, secrets redacted.
