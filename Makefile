@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/runner
 PKGS    := ./...
 
-.PHONY: help build test test-short lint fmt bench ollama
+.PHONY: help build test test-short lint fmt bench ollama model demo sim-demo
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,3 +29,12 @@ bench: ## run the benchmarks and print their figures
 
 ollama: ## build the pinned ollama (real CPU engine) into the user cache; no-op when present
 	.ci/build-ollama.sh
+
+model: build ## generate the tiny random-weight llama model bin/tiny.gguf
+	@test -f bin/tiny.gguf || $(BIN) tinymodel bin/tiny.gguf
+
+demo: build ollama model ## the main job on any machine: run experiments/cpu-demo.yaml on the real CPU engine
+	$(BIN) experiments/cpu-demo.yaml
+
+sim-demo: build ## run experiments/sim-smoke.yaml against the simulator (seconds, nothing to install)
+	$(BIN) experiments/sim-smoke.yaml

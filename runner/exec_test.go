@@ -41,13 +41,14 @@ func onlyFolder(t *testing.T, root, name string) string {
 	return dirs[0]
 }
 
-// survivors returns the live processes whose command line contains marker.
+// survivors returns the live processes whose command line or environment contains marker.
 func survivors(marker string) []string {
 	var out []string
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !strings.Contains(string(cmd), marker) {
+		env, _ := os.ReadFile(filepath.Join(p, "environ"))
+		if err != nil || !strings.Contains(string(cmd)+"\x00"+string(env), marker) {
 			continue
 		}
 		stat, _ := os.ReadFile(filepath.Join(p, "stat"))
@@ -78,10 +79,19 @@ func checkNoSurvivors(t *testing.T, marker string) {
 	}
 }
 
-// runBinary runs the built runner and returns its exit status and stderr.
+// runBinary runs the built runner and returns its exit status, stdout and stderr.
 func runBinary(t *testing.T, bin string, args ...string) (int, string, string) {
 	t.Helper()
+	return runIn(t, "", bin, args)
+}
+
+// runIn runs the built runner in the working directory dir ("" for the test's own), with
+// extra environment variables env (NAME=VALUE).
+func runIn(t *testing.T, dir, bin string, args []string, env ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

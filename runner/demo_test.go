@@ -1,0 +1,128 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/engine"
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/gguf"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
+)
+
+// TestCPUDemo runs the committed experiments/cpu-demo.yaml end to end on the real CPU engine:
+// the built runner boots ollama on a model it generated, sends every request, and writes a
+// result folder, which is then checked: every row present and ok, TTFT and TPOT positive and
+// plausible, output tokens equal to max_tokens (the model never stops early), and no server
+// process left behind.
+//
+// It needs an ollama binary (`make ollama` builds one). Without it the test skips, unless
+// RUNNER_REQUIRE_ENGINE=1 (as CI sets), which makes a missing engine a failure.
+func TestCPUDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots the real CPU engine")
+	}
+	if _, err := engine.FindOllama(); err != nil {
+		if os.Getenv("RUNNER_REQUIRE_ENGINE") == "1" {
+			t.Fatalf("RUNNER_REQUIRE_ENGINE=1 but no ollama binary: %v", err)
+		}
+		t.Skipf("no ollama binary (run make ollama): %v", err)
+	}
+	bin := buildRunner(t)
+	exp, err := filepath.Abs(filepath.Join("..", "experiments", "cpu-demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := experiment.Load(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := e.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The experiment names its model relative to the working directory: run in a fresh one
+	// that holds a freshly generated model at that path.
+	work := t.TempDir()
+	model := filepath.Join(work, e.Server.Model)
+	if err := os.MkdirAll(filepath.Dir(model), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := gguf.WriteTinyLlamaFile(model, gguf.DefaultParams()); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(work, "results")
+	start := time.Now()
+	// Every process of the engine (ollama serve, its model runners) inherits this variable,
+	// which is how the check below finds any that outlived the run.
+	marker := "RUNNER_TEST_RUN=cpu-demo-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	code, stdout, stderr := runIn(t, work, bin, []string{exp, "--results", root}, marker)
+	t.Logf("ran in %s", time.Since(start).Round(time.Second))
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+
+	folder := onlyFolder(t, root, e.Name)
+	reqs := readRequests(t, folder)
+	want := 1
+	for _, c := range configs {
+		want += c.Warmup + c.Repetitions
+	}
+	if len(reqs) != want {
+		t.Fatalf("%d rows, want %d", len(reqs), want)
+	}
+	byConfig := map[string]experiment.Config{}
+	for _, c := range configs {
+		byConfig[c.ID] = c
+	}
+	for _, r := range reqs {
+		c := byConfig[r.ConfigID]
+		id := results.RequestID(r.ConfigID, r.Seq)
+		if r.Status != record.StatusOK {
+			t.Errorf("%s (%s): %s %s", id, c.Label, r.ErrorClass, r.Error)
+			continue
+		}
+		// Plausible on this CPU: a first token within 30 s, a token within 1 s, and TPOT
+		// at least 10 µs (a smaller figure would mean the events were not timed as they came).
+		if r.TTFT == nil || *r.TTFT <= 0 || *r.TTFT > 30*time.Second {
+			t.Errorf("%s: ttft %v", id, r.TTFT)
+		}
+		for name, v := range map[string]*time.Duration{"tpot_event": r.TPOTEvent, "tpot_token": r.TPOTToken} {
+			if v == nil || *v < 10*time.Microsecond || *v > time.Second {
+				t.Errorf("%s: %s %v", id, name, v)
+			}
+		}
+		if r.E2E == nil || *r.E2E < *r.LastText || *r.LastText < *r.TTFT {
+			t.Errorf("%s: ttft %v, last text %v, e2e %v out of order", id, r.TTFT, r.LastText, r.E2E)
+		}
+		if r.OutputTokens == nil || *r.OutputTokens != c.Request.MaxTokens {
+			t.Errorf("%s: %v output tokens, want max_tokens %d", id, r.OutputTokens, c.Request.MaxTokens)
+		}
+		if r.TextEvents < c.Request.MaxTokens/2 {
+			t.Errorf("%s: %d text events for %d tokens", id, r.TextEvents, c.Request.MaxTokens)
+		}
+		if !r.CacheReset {
+			t.Errorf("%s: the prompt cache was not reset", id)
+		}
+	}
+	man, err := results.ReadManifest(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Status != results.StatusComplete || len(man.Servers) != 1 || man.Servers[0].EngineVersion == "" {
+		t.Errorf("manifest: status %s, servers %+v", man.Status, man.Servers)
+	}
+	logs, _ := filepath.Glob(filepath.Join(folder, results.LogsDir, "*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("server logs %v", logs)
+	}
+	if b, _ := os.ReadFile(logs[0]); !strings.Contains(string(b), "Listening on") {
+		t.Errorf("the server log lacks ollama's own lines:\n%s", b)
+	}
+}
