@@ -17,7 +17,9 @@ import (
 const planDescription = `
 Show the configs an experiment file expands to, without running anything: for each config its
 stable id, the id of the server config it runs on, its matrix axis values and the number of
-requests it sends (warm-up + repetitions); then the totals: configs, server boots and requests.
+requests it sends (warm-up + repetitions); then the totals: configs, server boots and requests,
+which count one extra first request per server (sent right after it starts, kept apart from the
+steady state).
 Configs with the same server id share one server, booted once. The file is checked as by
 'runner validate' first; an invalid file exits with status 2.
 
@@ -112,6 +114,7 @@ type planTotals struct {
 	Configs          int `json:"configs"`
 	Servers          int `json:"servers"`
 	ServerBoots      int `json:"server_boots"`
+	FirstRequests    int `json:"first_requests"` // one per server, sent first, kept apart
 	WarmupRequests   int `json:"warmup_requests"`
 	MeasuredRequests int `json:"measured_requests"`
 	Requests         int `json:"requests"`
@@ -149,7 +152,9 @@ func newPlan(e *experiment.Experiment, cfgs []experiment.Config) *plan {
 	}
 	p.Totals.Configs = len(p.Configs)
 	p.Totals.Servers = len(p.Servers)
-	p.Totals.Requests = p.Totals.WarmupRequests + p.Totals.MeasuredRequests
+	// Each server's first request after it starts is an extra request, recorded in phase first.
+	p.Totals.FirstRequests = len(p.Servers)
+	p.Totals.Requests = p.Totals.FirstRequests + p.Totals.WarmupRequests + p.Totals.MeasuredRequests
 	return p
 }
 
@@ -199,9 +204,9 @@ func writePlanText(w io.Writer, p *plan) error {
 		return err
 	}
 	t := p.Totals
-	_, err := fmt.Fprintf(w, "\n%s, %s, %s (%d warm-up + %d measured)\n",
+	_, err := fmt.Fprintf(w, "\n%s, %s, %s (%d first + %d warm-up + %d measured)\n",
 		plural(t.Configs, "config"), plural(t.ServerBoots, "server boot"), plural(t.Requests, "request"),
-		t.WarmupRequests, t.MeasuredRequests)
+		t.FirstRequests, t.WarmupRequests, t.MeasuredRequests)
 	return err
 }
 

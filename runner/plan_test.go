@@ -124,7 +124,9 @@ func TestPlanFormatsAgree(t *testing.T) {
 		}
 		total += c.Requests
 	}
-	if total != p.Totals.Requests || p.Totals.Requests != p.Totals.WarmupRequests+p.Totals.MeasuredRequests {
+	// Besides every config's requests, each server gets one first request after it starts.
+	if total+p.Totals.Servers != p.Totals.Requests || p.Totals.FirstRequests != p.Totals.Servers ||
+		p.Totals.Requests != p.Totals.FirstRequests+p.Totals.WarmupRequests+p.Totals.MeasuredRequests {
 		t.Errorf("totals do not add up: %+v, sum of configs %d", p.Totals, total)
 	}
 	if p.Totals.Configs != 6 || p.Totals.ServerBoots != 3 {
