@@ -17,8 +17,9 @@ func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// The first signal stops gracefully: the run finishes the request in flight, marks its
-		// folder interrupted and stops its servers. The second exits at once.
+		// The first signal stops gracefully: the run abandons the request in flight (a resume
+		// sends it again), stops its server, and marks its folder interrupted. The second exits
+		// at once; the engine's guard process still stops the server when the runner is gone.
 		<-sigs
 		fmt.Fprintln(os.Stderr, "runner: interrupted; stopping (press Ctrl-C again to exit now)")
 		stop()
