@@ -1,0 +1,214 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Encoder writes a Report in one format.
+type Encoder interface {
+	Encode(*Report) error
+}
+
+// Formats returns the names of the output formats, in the order help lists them.
+func Formats() []string { return []string{"text", "markdown", "csv", "json"} }
+
+// NewEncoder returns the encoder of a format named by Formats (md is markdown) over w.
+func NewEncoder(format string, w io.Writer) (Encoder, error) {
+	switch format {
+	case "text":
+		return NewTextEncoder(w), nil
+	case "markdown", "md":
+		return NewMarkdownEncoder(w), nil
+	case "csv":
+		return NewCSVEncoder(w), nil
+	case "json":
+		return NewJSONEncoder(w), nil
+	}
+	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats(), ", "))
+}
+
+// The encoders implement Encoder.
+var (
+	_ Encoder = (*TextEncoder)(nil)
+	_ Encoder = (*MarkdownEncoder)(nil)
+	_ Encoder = (*CSVEncoder)(nil)
+	_ Encoder = (*JSONEncoder)(nil)
+)
+
+// errWriter remembers the first write error, so that an encoder can write freely and check once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// num formats a median or interval bound for people: three decimals for durations, the
+// shortest exact form for counts; "-" when missing.
+func num(x float64, unit string) string {
+	switch {
+	case math.IsNaN(x):
+		return "-"
+	case unit == "ms":
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
+}
+
+// medianCell is "median [low, high]", or the median alone without an interval.
+func medianCell(s Sample, unit string) string {
+	if math.IsNaN(s.Median) {
+		return "-"
+	}
+	if math.IsNaN(s.CILow) {
+		return num(s.Median, unit)
+	}
+	return fmt.Sprintf("%s [%s, %s]", num(s.Median, unit), num(s.CILow, unit), num(s.CIHigh, unit))
+}
+
+// changeCell is the change column: the percent change when significant, ~ when not, - when
+// not tested.
+func changeCell(r Row) string {
+	switch {
+	case math.IsNaN(r.P):
+		return "-"
+	case !r.Significant:
+		return "~"
+	case math.IsNaN(r.ChangePct):
+		return "changed"
+	}
+	return pct(r.ChangePct)
+}
+
+func nCell(r Row) string { return fmt.Sprintf("%d+%d", r.Old.N, r.New.N) }
+
+func gateCell(r Row) string {
+	switch r.Gate {
+	case GateNone:
+		return ""
+	case GateFail:
+		return "FAIL " + r.Threshold
+	}
+	return string(r.Gate) + " " + r.Threshold
+}
+
+// pEq formats a p-value as p=0.012 or p<0.001.
+func pEq(p float64) string {
+	s := pValue(p)
+	if strings.HasPrefix(s, "<") {
+		return "p" + s
+	}
+	return "p=" + s
+}
+
+// headline describes one folder in a line.
+func headline(f Folder) string {
+	return fmt.Sprintf("experiment %s, %s, %d configs, %d measured requests (%d failed), started %s, runner %s",
+		f.Experiment, f.Status, f.Configs, f.Measured, f.Failed, f.Start.UTC().Format("2006-01-02T15:04:05Z"), orUnknown(f.RunnerVersion))
+}
+
+// method describes the test in a sentence.
+func method(r *Report) string {
+	return fmt.Sprintf("Two-sided Mann-Whitney U test at alpha %g; medians with %g%% confidence intervals; ~ means no significant change.",
+		r.Alpha, r.CILevel*100)
+}
+
+// hasGate reports whether any row has a threshold.
+func hasGate(r *Report) bool {
+	for _, row := range r.Rows {
+		if row.Threshold != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// rowWarning is one distinct warning of a config, with the metrics it concerns.
+type rowWarning struct {
+	label   string
+	text    string
+	metrics []string
+}
+
+// groupWarnings merges the warnings of each config's rows: one entry per distinct text, with
+// the metrics it concerns ("all metrics" when it concerns every one of the config's rows).
+func groupWarnings(rows []Row) []rowWarning {
+	var out []rowWarning
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].ConfigID == rows[i].ConfigID && rows[j].Presence == rows[i].Presence {
+			j++
+		}
+		var group []rowWarning
+		for _, r := range rows[i:j] {
+			for _, w := range r.Warnings {
+				k := 0
+				for k < len(group) && group[k].text != w {
+					k++
+				}
+				if k == len(group) {
+					group = append(group, rowWarning{label: r.Label, text: w})
+				}
+				group[k].metrics = append(group[k].metrics, r.Metric)
+			}
+		}
+		for k := range group {
+			if len(group[k].metrics) == j-i && j-i > 1 {
+				group[k].metrics = []string{"all metrics"}
+			}
+		}
+		out = append(out, group...)
+		i = j
+	}
+	return out
+}
+
+// envSummary is the line shown when no field that matters differs.
+func envSummary(env []EnvField) string {
+	var names []string
+	for _, f := range env {
+		if f.Matters {
+			names = append(names, strings.ReplaceAll(f.Name, "_", " "))
+		}
+	}
+	return "Environment: the same " + joinAnd(names) + "."
+}
+
+// gateLine is the gate's outcome in a line.
+func gateLine(g Gate) string {
+	var ts []string
+	for _, t := range g.Thresholds {
+		ts = append(ts, t.String())
+	}
+	rules := "no thresholds"
+	if len(ts) > 0 {
+		rules = "thresholds " + strings.Join(ts, ", ")
+	}
+	if g.Strict {
+		rules += ", strict"
+	}
+	switch g.Result {
+	case GateFailed:
+		return "Gate: FAIL (" + rules + ")"
+	case GatePassed:
+		return "Gate: pass (" + rules + ")"
+	}
+	return "Gate: off (" + rules + ")"
+}
+
+// tableHeader is the header of the table of compared rows, without the gate column.
+func tableHeader(r *Report) []string {
+	ci := fmt.Sprintf("%g%% CI", r.CILevel*100)
+	return []string{"config", "metric", "old median [" + ci + "]", "new median [" + ci + "]", "change", "p", "n"}
+}

@@ -1,0 +1,132 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// MarkdownEncoder writes a Report as GitHub-flavoured markdown, for a pull-request comment or a
+// CI step summary ($GITHUB_STEP_SUMMARY): the same parts as the text format, with significant
+// changes in bold and a differing environment as a warning block.
+type MarkdownEncoder struct{ w io.Writer }
+
+// NewMarkdownEncoder returns a MarkdownEncoder writing to w.
+func NewMarkdownEncoder(w io.Writer) *MarkdownEncoder { return &MarkdownEncoder{w: w} }
+
+// mdEscape makes text safe inside a table cell or a list item.
+var mdEscape = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", `\<`, ">", `\>`, "*", `\*`, "`", "'")
+
+// mdCode puts text in a code span, which needs no escapes but a pipe's inside a table.
+func mdCode(s string) string {
+	s = strings.NewReplacer("`", "'", "\n", " ", "|", `\|`).Replace(s)
+	return "`" + s + "`"
+}
+
+// Encode writes r.
+func (e *MarkdownEncoder) Encode(r *Report) error {
+	w := &errWriter{w: e.w}
+	fmt.Fprintf(w, "### runner diff: %s → %s\n\n", mdCode(r.Old.Dir), mdCode(r.New.Dir))
+	fmt.Fprintf(w, "- old: %s\n", mdEscape.Replace(headline(r.Old)))
+	fmt.Fprintf(w, "- new: %s\n", mdEscape.Replace(headline(r.New)))
+	fmt.Fprintf(w, "\n%s", mdEscape.Replace(method(r)))
+	if r.JoinBy == ByLabel {
+		fmt.Fprint(w, " Configs are joined by label.")
+	}
+	fmt.Fprintln(w)
+
+	differ := DifferingEnv(r.Env)
+	if len(differ) > 0 {
+		fmt.Fprint(w, "\n> [!WARNING]\n> **The environments differ: this compares different experiments, not a change of one.**\n>\n")
+		fmt.Fprint(w, "> | field | old | new |\n> | --- | --- | --- |\n")
+		for _, f := range r.Env {
+			if f.Matters && f.Differs() {
+				fmt.Fprintf(w, "> | %s | %s | %s |\n", f.Name, mdCode(f.Old), mdCode(f.New))
+			}
+		}
+	}
+
+	gated := hasGate(r)
+	header := tableHeader(r)
+	align := []string{"---", "---", "---:", "---:", "---:", "---:", "---:"}
+	if gated {
+		header, align = append(header, "gate"), append(align, "---")
+	}
+	any := false
+	for _, row := range r.Rows {
+		if row.Presence != Both {
+			continue
+		}
+		if !any {
+			fmt.Fprintf(w, "\n| %s |\n| %s |\n", strings.Join(header, " | "), strings.Join(align, " | "))
+			any = true
+		}
+		change := changeCell(row)
+		if row.Significant {
+			change = "**" + change + "**"
+		}
+		cells := []string{mdEscape.Replace(row.Label), mdEscape.Replace(row.Metric), medianCell(row.Old, row.Unit),
+			medianCell(row.New, row.Unit), change, mdEscape.Replace(pValue(row.P)), nCell(row)}
+		if gated {
+			g := gateCell(row)
+			if row.Gate == GateFail {
+				g = "**" + g + "**"
+			}
+			cells = append(cells, g)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	if !any {
+		fmt.Fprintln(w, "\nNo config is in both folders: nothing to compare.")
+	}
+
+	for _, side := range []struct {
+		name string
+		refs []ConfigRef
+	}{{"old", r.OnlyOld}, {"new", r.OnlyNew}} {
+		if len(side.refs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n**Configs only in the %s folder** (not compared):\n\n", side.name)
+		for _, c := range side.refs {
+			fmt.Fprintf(w, "- %s (%s)\n", mdEscape.Replace(c.Label), mdCode(c.ID))
+		}
+	}
+
+	if len(differ) == 0 {
+		fmt.Fprintf(w, "\n%s\n", envSummary(r.Env))
+	}
+	var info []EnvField
+	for _, f := range r.Env {
+		if !f.Matters && f.Differs() {
+			info = append(info, f)
+		}
+	}
+	if len(info) > 0 {
+		fmt.Fprint(w, "\nAlso different (for information):\n\n")
+		for _, f := range info {
+			fmt.Fprintf(w, "- %s: %s → %s\n", f.Name, mdCode(f.Old), mdCode(f.New))
+		}
+	}
+
+	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
+		fmt.Fprint(w, "\n**Warnings**\n\n")
+		for _, x := range ws {
+			fmt.Fprintf(w, "- %s: %s (%s)\n", mdEscape.Replace(x.label), mdEscape.Replace(x.text), mdEscape.Replace(strings.Join(x.metrics, ", ")))
+		}
+		for _, x := range r.Warnings {
+			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(x))
+		}
+	}
+
+	line := gateLine(r.Gate)
+	head, rest, _ := strings.Cut(line, " (")
+	fmt.Fprintf(w, "\n**%s** (%s\n", head, mdEscape.Replace(rest))
+	if len(r.Gate.Reasons) > 0 {
+		fmt.Fprintln(w)
+		for _, reason := range r.Gate.Reasons {
+			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(reason))
+		}
+	}
+	return w.err
+}

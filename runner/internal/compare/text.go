@@ -1,0 +1,147 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+)
+
+// TextEncoder writes a Report as aligned text for a terminal: the two folders, a table of the
+// configs on both sides, the configs on one side only, the environment, the warnings and the
+// gate.
+type TextEncoder struct{ w io.Writer }
+
+// NewTextEncoder returns a TextEncoder writing to w.
+func NewTextEncoder(w io.Writer) *TextEncoder { return &TextEncoder{w: w} }
+
+// Encode writes r.
+func (e *TextEncoder) Encode(r *Report) error {
+	w := &errWriter{w: e.w}
+	fmt.Fprintf(w, "old: %s (%s)\n", r.Old.Dir, headline(r.Old))
+	fmt.Fprintf(w, "new: %s (%s)\n", r.New.Dir, headline(r.New))
+	fmt.Fprintln(w, method(r))
+	if r.JoinBy == ByLabel {
+		fmt.Fprintln(w, "Configs are joined by label.")
+	}
+
+	header := tableHeader(r)
+	gated := hasGate(r)
+	if gated {
+		header = append(header, "gate")
+	}
+	var lines [][]string
+	for _, row := range r.Rows {
+		if row.Presence != Both {
+			continue
+		}
+		cells := []string{row.Label, row.Metric, medianCell(row.Old, row.Unit), medianCell(row.New, row.Unit),
+			changeCell(row), pValue(row.P), nCell(row)}
+		if gated {
+			cells = append(cells, gateCell(row))
+		}
+		lines = append(lines, cells)
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w)
+		writeTable(w, header, lines, 2)
+	} else {
+		fmt.Fprintln(w, "\nNo config is in both folders: nothing to compare.")
+	}
+
+	for _, side := range []struct {
+		name string
+		refs []ConfigRef
+	}{{"old", r.OnlyOld}, {"new", r.OnlyNew}} {
+		if len(side.refs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nConfigs only in the %s folder (not compared):\n", side.name)
+		var ls [][]string
+		for _, c := range side.refs {
+			ls = append(ls, []string{c.Label, c.ID})
+		}
+		writeIndented(w, ls)
+	}
+
+	fmt.Fprintln(w)
+	var differ, info [][]string
+	for _, f := range r.Env {
+		if !f.Differs() {
+			continue
+		}
+		if f.Matters {
+			differ = append(differ, []string{f.Name, f.Old, "->", f.New})
+		} else {
+			info = append(info, []string{f.Name, f.Old, "->", f.New})
+		}
+	}
+	if len(differ) > 0 {
+		fmt.Fprintln(w, "!!! THE ENVIRONMENTS DIFFER: this compares different experiments, not a change of one !!!")
+		writeIndented(w, differ)
+	} else {
+		fmt.Fprintln(w, envSummary(r.Env))
+	}
+	if len(info) > 0 {
+		fmt.Fprintln(w, "Also different (for information):")
+		writeIndented(w, info)
+	}
+
+	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, x := range ws {
+			fmt.Fprintf(w, "  %s: %s (%s)\n", x.label, x.text, strings.Join(x.metrics, ", "))
+		}
+		for _, x := range r.Warnings {
+			fmt.Fprintf(w, "  %s\n", x)
+		}
+	}
+
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, gateLine(r.Gate))
+	for _, reason := range r.Gate.Reasons {
+		fmt.Fprintf(w, "  %s\n", reason)
+	}
+	return w.err
+}
+
+// writeTable writes a header and rows with tabwriter: the first `left` columns left-aligned,
+// the rest right-aligned.
+func writeTable(w io.Writer, header []string, rows [][]string, left int) {
+	widths := make([]int, left)
+	for _, r := range append([][]string{header}, rows...) {
+		for i := 0; i < left; i++ {
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells []string) {
+		cells = append([]string(nil), cells...)
+		for i := 0; i < left; i++ {
+			cells[i] += strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cells[i]))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	line(header)
+	prev := ""
+	for _, r := range rows {
+		// Show each config's label once, on its first row.
+		if r[0] == prev {
+			r = append([]string{""}, r[1:]...)
+		} else {
+			prev = r[0]
+		}
+		line(r)
+	}
+	tw.Flush()
+}
+
+// writeIndented writes rows as left-aligned columns indented by two spaces.
+func writeIndented(w io.Writer, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, "  "+strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
