@@ -33,8 +33,8 @@ func testConfigs(reps int, labels ...string) []experiment.Config {
 	var cs []experiment.Config
 	for i, l := range labels {
 		cs = append(cs, experiment.Config{ID: "id-" + l, ServerID: "s0", Label: l, Index: i,
-			Axes:   []experiment.AxisValue{{Path: "request.max_tokens", Value: l}},
-			Server: experiment.Server{Engine: "vllm", Model: "org/tiny", Dtype: "half"},
+			Axes:    []experiment.AxisValue{{Path: "request.max_tokens", Value: l}},
+			Server:  experiment.Server{Engine: "vllm", Model: "org/tiny", Dtype: "half"},
 			Request: experiment.Request{API: "chat", PromptTokens: 32, MaxTokens: 64}, Repetitions: reps, Warmup: 1, Cache: "reset"})
 	}
 	return cs
