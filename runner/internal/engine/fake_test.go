@@ -123,12 +123,19 @@ func fakeServer(args []string) int {
 		}
 	}
 	fmt.Printf("fake: listening on %s\n", ln.Addr())
-	if d := envDuration("FAKE_DIE_AFTER"); d > 0 {
-		go func() {
-			time.Sleep(d)
-			fmt.Println("fake: crashing")
-			os.Exit(3)
-		}()
+	// FAKE_DIE_AFTER counts from the first /v1/models answer (the last readiness check), so that
+	// the fake crashes while serving however slowly a loaded machine runs the readiness loop.
+	var dieOnce sync.Once
+	dieLater := func() {
+		if d := envDuration("FAKE_DIE_AFTER"); d > 0 {
+			dieOnce.Do(func() {
+				go func() {
+					time.Sleep(d)
+					fmt.Println("fake: crashing")
+					os.Exit(3)
+				}()
+			})
+		}
 	}
 	model := os.Getenv("FAKE_MODEL")
 	for _, flag := range []string{"--model", "--model-path", "-m", "--name"} {
@@ -149,6 +156,7 @@ func fakeServer(args []string) int {
 		}
 	})
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		defer dieLater()
 		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{map[string]any{"id": model, "object": "model"}}})
 	})
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
