@@ -188,7 +188,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 	if err := o.Sink.SetServer(info); err != nil {
 		return err
 	}
-	o.Progress.note("%s ready in %.1fs at %s (model %s%s)", g.server.Engine, srv.BootTime().Seconds(), srv.BaseURL(), srv.Model(), versionNote(srv.Version()))
+	o.Progress.note("serving model %s%s", srv.Model(), versionNote(srv.Version()))
 
 	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
 	client := &measure.Client{API: api, Tiktoken: tk}
@@ -374,7 +374,7 @@ func versionNote(v string) string {
 	if v == "" {
 		return ""
 	}
-	return ", version " + v
+	return " (engine version " + v + ")"
 }
 
 func errString(err error) string {
