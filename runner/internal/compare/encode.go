@@ -176,10 +176,15 @@ func groupWarnings(rows []Row) []rowWarning {
 
 // envSummary is the line shown when no field that matters differs.
 func envSummary(env []EnvField) string {
+	display := map[string]string{"gpu": "GPU", "gpu_driver": "GPU driver", "server_command": "server command line"}
 	var names []string
 	for _, f := range env {
 		if f.Matters {
-			names = append(names, strings.ReplaceAll(f.Name, "_", " "))
+			name, ok := display[f.Name]
+			if !ok {
+				name = strings.ReplaceAll(f.Name, "_", " ")
+			}
+			names = append(names, name)
 		}
 	}
 	return "Environment: the same " + joinAnd(names) + "."
