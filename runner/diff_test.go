@@ -50,7 +50,7 @@ func writeDiffFolder(t *testing.T, root string, s diffSide) string {
 	}
 	boot := 12.5
 	if err := f.SetServer(results.ServerInfo{ServerID: "srv0", Engine: "vllm", EngineVersion: s.engineVersion, Model: "org/tiny",
-		Argv: []string{"vllm", "serve", "org/tiny", "--dtype", "half", "--host", "127.0.0.1", "--port", fmt.Sprint(40000 + s.seed)},
+		Argv:      []string{"vllm", "serve", "org/tiny", "--dtype", "half", "--host", "127.0.0.1", "--port", fmt.Sprint(40000 + s.seed)},
 		BootStart: start, BootSeconds: &boot}); err != nil {
 		t.Fatal(err)
 	}
