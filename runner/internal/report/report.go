@@ -1,0 +1,146 @@
+// Package report writes a self-contained report of one result folder, or of two compared: an
+// HTML page that opens offline (every chart inline as SVG, no external asset), each chart also
+// as PNG and SVG files for papers and pull requests, and fits.csv with the prefill/decode
+// decomposition. The charts are drawn with gonum.org/v1/plot.
+//
+// Every chart uses the measured, successful requests of each config: warm-up requests, the
+// first request after a boot and failed requests are left out, as in the summary.
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/onelayerdown/runner/runner/internal/decompose"
+)
+
+// IndexFile is the name of the report's HTML page.
+const IndexFile = "index.html"
+
+// chartKind is one chart the report can draw: a builder that returns the chart, or a reason
+// why the folders cannot support it.
+type chartKind struct {
+	name  string
+	title string
+	build func(runs []*run) (*chart, string)
+}
+
+// chartKinds lists the charts in the order the page shows them.
+var chartKinds = []chartKind{
+	{"ttft_vs_prompt_tokens", "TTFT against prompt tokens", ttftChart},
+	{"tpot_vs_output_tokens", "TPOT against output tokens", tpotChart},
+	{"decomposition", "Prefill/decode decomposition", decompositionChart},
+	{"ttft_distribution", "TTFT distribution", ttftBoxChart},
+	{"itl_distribution", "Gaps between events", gapCDFChart},
+	{"request_timeline", "Timeline of one request", timelineChart},
+	{"tpot_event_vs_token", "TPOT per event and per token", tpotCompareChart},
+}
+
+// ChartNames returns the file stems of every chart the report can draw, in page order.
+func ChartNames() []string {
+	out := make([]string, len(chartKinds))
+	for i, k := range chartKinds {
+		out[i] = k.name
+	}
+	return out
+}
+
+// Skip is a chart that the report left out, and why.
+type Skip struct {
+	Chart  string
+	Reason string
+}
+
+// Result says what Write wrote.
+type Result struct {
+	Dir     string   // the output folder
+	Files   []string // the files written, relative to Dir, sorted
+	Charts  []string // the charts drawn, in page order
+	Skipped []Skip   // the charts left out
+}
+
+// Write writes the report of one folder, or of two (old first, new second) overlaid, to the
+// folder out, creating it if needed: index.html, NAME.png and NAME.svg per chart, and fits.csv.
+// Chart files of an earlier report that this one does not draw are removed, so that the folder
+// never holds a chart of other data.
+func Write(out string, folders ...*Folder) (*Result, error) {
+	var runs []*run
+	switch len(folders) {
+	case 1:
+		runs = []*run{newRun("", folders[0])}
+	case 2:
+		runs = []*run{newRun("old", folders[0]), newRun("new", folders[1])}
+	default:
+		return nil, fmt.Errorf("report: want one or two result folders, got %d", len(folders))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	res := &Result{Dir: out}
+	write := func(name string, b []byte) error {
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		res.Files = append(res.Files, name)
+		return nil
+	}
+	pg := newPage(runs)
+	for _, k := range chartKinds {
+		c, why := k.build(runs)
+		if c == nil {
+			res.Skipped = append(res.Skipped, Skip{Chart: k.name, Reason: why})
+			pg.Skipped = append(pg.Skipped, skipView{Title: k.title, Reason: why})
+			for _, ext := range []string{".png", ".svg"} {
+				if err := os.Remove(filepath.Join(out, k.name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return nil, fmt.Errorf("report: %w", err)
+				}
+			}
+			continue
+		}
+		var svg []byte
+		for _, format := range []string{"png", "svg"} {
+			b, err := render(c, format)
+			if err != nil {
+				return nil, fmt.Errorf("report: %w", err)
+			}
+			if err := write(c.Name+"."+format, b); err != nil {
+				return nil, err
+			}
+			if format == "svg" {
+				svg = b
+			}
+		}
+		res.Charts = append(res.Charts, c.Name)
+		pg.Charts = append(pg.Charts, chartView{Name: c.Name, Title: c.Title, Caption: c.Caption, SVG: inlineSVG(svg)})
+	}
+
+	var sets []decompose.Set
+	for _, r := range runs {
+		name := r.f.Name()
+		if len(runs) > 1 && runs[0].f.Name() == runs[1].f.Name() {
+			name = r.role + "/" + name
+		}
+		sets = append(sets, decompose.Set{Folder: name, Sweeps: r.sweeps})
+	}
+	var buf bytes.Buffer
+	if err := decompose.WriteCSV(&buf, sets...); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if err := write(decompose.CSVFile, buf.Bytes()); err != nil {
+		return nil, err
+	}
+
+	buf.Reset()
+	if err := pageTemplate.Execute(&buf, pg); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", IndexFile, err)
+	}
+	if err := write(IndexFile, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	sort.Strings(res.Files)
+	return res, nil
+}
