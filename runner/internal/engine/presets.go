@@ -197,10 +197,14 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.APIKeyEnv != "" && key == "" {
 		return nil, fmt.Errorf("server.api_key_env names %s, which is not set or empty", srv.APIKeyEnv)
 	}
+	// A running vLLM answers /version, and /reset_prefix_cache when it was started with
+	// VLLM_SERVER_DEV_MODE=1; other servers answer 404 and are recorded as having neither.
 	return &Launch{
-		BaseURL:    base,
-		ReadyPaths: []string{ready},
-		APIKey:     key,
+		BaseURL:     base,
+		ReadyPaths:  []string{ready},
+		VersionPath: "/version",
+		ResetPath:   "/reset_prefix_cache",
+		APIKey:      key,
 		Notes:      ignored(srv, "endpoint", "dtype", "max_model_len", "args", "env", "entrypoint", "command", "port"),
 	}, nil
 }

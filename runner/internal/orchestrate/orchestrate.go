@@ -137,7 +137,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 	if len(pending) == 0 {
 		return nil
 	}
-	o.Progress.server(gi, g.server.Engine, g.serverID, len(g.configs))
+	o.Progress.server(gi, g.server, g.serverID, len(g.configs))
 
 	logw, err := o.Sink.ServerLog(g.serverID)
 	if err != nil {

@@ -43,11 +43,15 @@ func (p *Progress) start(total, servers int) {
 	p.printf("%d requests to send to %d server config(s)", total, servers)
 }
 
-func (p *Progress) server(i int, engine, id string, configs int) {
+func (p *Progress) server(i int, srv experiment.Server, id string, configs int) {
 	if p == nil {
 		return
 	}
-	p.note("server %d/%d: %s (server id %s, %d configs): booting", i+1, p.servers, engineName(engine), id, configs)
+	what := "booting"
+	if !experiment.Boots(srv.Engine) {
+		what = "connecting to " + srv.URL
+	}
+	p.note("server %d/%d: %s (server id %s, %d configs): %s", i+1, p.servers, engineName(srv.Engine), id, configs, what)
 }
 
 func engineName(e string) string {

@@ -1,0 +1,175 @@
+package orchestrate
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/sim"
+)
+
+// endpointExperiment returns an experiment that measures the simulator at url (engine:
+// endpoint, so nothing is booted), with two configs.
+func endpointExperiment(t *testing.T, url, cache, order string) (*experiment.Experiment, []experiment.Config) {
+	t.Helper()
+	src := fmt.Sprintf(`version: 1
+name: orch
+server:
+  engine: endpoint
+  url: %s
+  model: sim-model
+request:
+  api: completions
+  prompt_tokens: 24
+  ignore_eos: true
+matrix:
+  request.max_tokens: [4, 8]
+warmup: 1
+repetitions: 3
+cache: %s
+order:
+  mode: %s
+`, url, cache, order)
+	e, err := experiment.Parse(filepath.Join(t.TempDir(), "orch.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs, err := e.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cfgs
+}
+
+func startSim(t *testing.T, devMode bool) string {
+	t.Helper()
+	c := sim.DefaultConfig()
+	c.Model = "sim-model"
+	c.DevMode = devMode
+	c.DecodePerToken = 100 * time.Microsecond
+	s, err := sim.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); ts.Close() })
+	return ts.URL
+}
+
+func TestRunOrder(t *testing.T) {
+	url := startSim(t, true)
+	e, cfgs := endpointExperiment(t, url, "reset", "interleaved")
+	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f, Progress: NewProgress(&progress, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Sent != 9 || out.Failed != 0 {
+		t.Fatalf("outcome %+v\n%s", out, progress.String())
+	}
+	if err := f.Close(results.StatusComplete); err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := results.LoadRequests(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range reqs {
+		cfg := 0
+		if r.ConfigID == cfgs[1].ID {
+			cfg = 1
+		}
+		got = append(got, fmt.Sprintf("c%d:%s%d", cfg, r.Phase, r.Rep))
+		if r.Status != record.StatusOK || !r.CacheReset || *r.PromptTokensReported != 24 {
+			t.Errorf("%s-%d: %s %s %s, cache reset %v, prompt tokens %v", r.ConfigID, r.Seq, r.Status, r.ErrorClass, r.Error, r.CacheReset, r.PromptTokensReported)
+		}
+	}
+	want := "c0:first0 c0:warmup0 c1:warmup0 c0:measure0 c1:measure0 c0:measure1 c1:measure1 c0:measure2 c1:measure2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("order\n  %s\nwant\n  %s", strings.Join(got, " "), want)
+	}
+	if !strings.Contains(progress.String(), "[9/9]") {
+		t.Errorf("progress lacks the last request:\n%s", progress.String())
+	}
+}
+
+// TestRunResumeSkipsDone checks that requests a folder already holds are not sent again.
+func TestRunResumeSkipsDone(t *testing.T) {
+	url := startSim(t, false)
+	e, cfgs := endpointExperiment(t, url, "keep", "sequential")
+	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first config's first three requests are already there.
+	for seq := range 3 {
+		rec := record.Request{ConfigID: cfgs[0].ID, ServerID: cfgs[0].ServerID, Seq: seq, Status: record.StatusOK,
+			Start: time.Now().UTC(), Phase: record.PhaseMeasure}
+		if err := f.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f, Done: f.Done()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Skipped != 3 || out.Sent != 6 {
+		t.Fatalf("outcome %+v, want 3 skipped and 6 sent", out)
+	}
+	if f.Done().Len() != 9 {
+		t.Errorf("%d requests recorded, want 9", f.Done().Len())
+	}
+}
+
+// TestRunCacheResetUnavailable checks that cache: reset on a server that cannot reset fails the
+// configs with a message that says what to change, instead of measuring with a warm cache.
+func TestRunCacheResetUnavailable(t *testing.T) {
+	url := startSim(t, false) // no dev mode: no /reset_prefix_cache
+	e, cfgs := endpointExperiment(t, url, "reset", "sequential")
+	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Sent != 9 || out.Failed != 9 {
+		t.Fatalf("outcome %+v, want all 9 failed", out)
+	}
+	f.Close(results.StatusComplete)
+	reqs, _ := results.LoadRequests(f.Dir())
+	for _, r := range reqs {
+		if r.ErrorClass != record.ErrServer || !strings.Contains(r.Error, "set cache: keep") {
+			t.Errorf("%s-%d: %s %q", r.ConfigID, r.Seq, r.ErrorClass, r.Error)
+		}
+	}
+}
+
+// TestRunInterrupted checks that a cancelled run stops, says so, and records no partial request.
+func TestRunInterrupted(t *testing.T) {
+	url := startSim(t, false)
+	e, cfgs := endpointExperiment(t, url, "keep", "sequential")
+	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Sink: f})
+	if err == nil || !out.Interrupted || out.Sent != 0 {
+		t.Fatalf("outcome %+v, err %v; want interrupted before sending", out, err)
+	}
+}
