@@ -205,7 +205,7 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
 		APIKey:      key,
-		Notes:      ignored(srv, "endpoint", "dtype", "max_model_len", "args", "env", "entrypoint", "command", "port"),
+		Notes:       ignored(srv, "endpoint", "dtype", "max_model_len", "args", "env", "entrypoint", "command", "port"),
 	}, nil
 }
 
