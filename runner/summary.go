@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/onelayerdown/runner/runner/internal/decompose"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
@@ -22,6 +23,11 @@ between closest ranks (NumPy's default). Warnings say what the numbers cannot ca
 few samples for an interval.
 
 The summary is computed from requests.csv, so it also works on an interrupted folder.
+
+Text and markdown end with the prefill/decode fit of each sweep (configs that differ only in
+prompt or output length), least squares over the measured requests: ttft_ms ≈ a +
+b·prompt_tokens and e2e_ms ≈ ttft_ms + c·(output_tokens − 1), with 95% intervals from
+Student's t and R²; json carries them as "fits". runner report draws them.
 
 Formats: text, an aligned table; markdown, a table for a pull request or a wiki; csv, the rows
 of summary.csv; json, one object with the folder's facts and "rows". Durations are in
@@ -73,6 +79,7 @@ type summaryReport struct {
 	failed   int // measured requests that failed
 	rows     []results.SummaryRow
 	notes    []string
+	fits     []decompose.Sweep // prefill/decode fits per sweep
 }
 
 func loadSummary(dir string) (*summaryReport, error) {
@@ -85,7 +92,7 @@ func loadSummary(dir string) (*summaryReport, error) {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	rep := &summaryReport{man: r.Manifest(), status: r.Status(), notes: r.Notes(),
-		rows: results.Summarize(r.Manifest().Configs, reqs)}
+		rows: results.Summarize(r.Manifest().Configs, reqs), fits: decompose.Sweeps(r.Manifest().Configs, reqs)}
 	for _, q := range reqs {
 		if q.Phase == record.PhaseMeasure {
 			rep.requests++
@@ -199,6 +206,7 @@ func writeSummaryText(w io.Writer, s *summaryReport) error {
 			fmt.Fprintf(w, "  %s: %s (%s)\n", x.label, x.text, strings.Join(x.metrics, ", "))
 		}
 	}
+	writeFitsText(w, s.fits)
 	return nil
 }
 
@@ -224,6 +232,7 @@ func writeSummaryMarkdown(w io.Writer, s *summaryReport) error {
 			fmt.Fprintf(w, "- %s: %s (%s)\n", esc.Replace(x.label), esc.Replace(x.text), strings.Join(x.metrics, ", "))
 		}
 	}
+	writeFitsMarkdown(w, s.fits)
 	return nil
 }
 
@@ -265,9 +274,10 @@ func writeSummaryJSON(w io.Writer, s *summaryReport) error {
 		Requests      int              `json:"requests"`
 		Failed        int              `json:"failed"`
 		Rows          []summaryJSONRow `json:"rows"`
+		Fits          []fitJSON        `json:"fits"`
 	}{SchemaVersion: results.FormatVersion, Experiment: s.man.Experiment.Name, Status: s.status,
 		StartTime: s.man.Start.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), Requests: s.requests, Failed: s.failed,
-		Rows: []summaryJSONRow{}}
+		Rows: []summaryJSONRow{}, Fits: fitsJSON(s.fits)}
 	for _, r := range s.rows {
 		warnings := r.Warnings
 		if warnings == nil {
