@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
@@ -501,7 +502,7 @@ func evaluateGate(rep *Report, opt Options) Gate {
 	for _, r := range rep.Rows {
 		switch {
 		case r.Gate == GateFail:
-			g.Reasons = append(g.Reasons, fmt.Sprintf("%s %s: %s (%s) is beyond %s", r.Label, r.Metric, pct(r.ChangePct), pEq(r.P), r.Threshold))
+			g.Reasons = append(g.Reasons, fmt.Sprintf("%s %s: %s (%s) is beyond %s", r.Label, r.Metric, pct(r.ChangePct), pEq(r.P, opt.Alpha), r.Threshold))
 		case opt.Strict && r.Gate == GateUntestable:
 			g.Reasons = append(g.Reasons, fmt.Sprintf("%s %s: cannot be tested (n=%d+%d)", r.Label, r.Metric, r.Old.N, r.New.N))
 		case opt.Strict && r.Presence == Both && r.Unit != "ms" && r.Significant:
@@ -541,15 +542,23 @@ func pct(x float64) string {
 	return fmt.Sprintf("%+.2f%%", x)
 }
 
-// pValue formats a p-value for people: three decimals, or <0.001.
-func pValue(p float64) string {
+// pValue formats a p-value for people: three decimals, or <0.001. Where three decimals would
+// put p on the other side of alpha (0.0496 is not "0.050" when alpha is 0.05), it shows as many
+// more digits as it takes.
+func pValue(p, alpha float64) string {
 	switch {
 	case math.IsNaN(p):
 		return "-"
 	case p < 0.001:
 		return "<0.001"
 	}
-	return fmt.Sprintf("%.3f", p)
+	for digits := 3; ; digits++ {
+		s := strconv.FormatFloat(p, 'f', digits, 64)
+		shown, _ := strconv.ParseFloat(s, 64)
+		if (shown < alpha) == (p < alpha) || digits >= 17 {
+			return s
+		}
+	}
 }
 
 func joinAnd(xs []string) string {

@@ -104,8 +104,8 @@ func gateCell(r Row) string {
 }
 
 // pEq formats a p-value as p=0.012 or p<0.001.
-func pEq(p float64) string {
-	s := pValue(p)
+func pEq(p, alpha float64) string {
+	s := pValue(p, alpha)
 	if strings.HasPrefix(s, "<") {
 		return "p" + s
 	}

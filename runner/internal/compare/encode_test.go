@@ -304,3 +304,26 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestPValue(t *testing.T) {
+	for _, tt := range []struct {
+		p, alpha float64
+		want     string
+	}{
+		{0.7552, 0.05, "0.755"},
+		{1, 0.05, "1.000"},
+		{0.0499, 0.05, "0.0499"}, // three decimals would read 0.050, not significant
+		{0.04996, 0.05, "0.04996"},
+		{0.05, 0.05, "0.050"},
+		{0.05004, 0.05, "0.050"},
+		{0.0104, 0.01, "0.010"},
+		{0.0096, 0.01, "0.0096"},
+		{0.0012, 0.05, "0.001"},
+		{0.00099, 0.05, "<0.001"},
+		{math.NaN(), 0.05, "-"},
+	} {
+		if got := pValue(tt.p, tt.alpha); got != tt.want {
+			t.Errorf("pValue(%v, %v) = %q, want %q", tt.p, tt.alpha, got, tt.want)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 			change = "**" + change + "**"
 		}
 		cells := []string{mdEscape.Replace(row.Label), mdEscape.Replace(row.Metric), medianCell(row.Old, row.Unit),
-			medianCell(row.New, row.Unit), change, mdEscape.Replace(pValue(row.P)), nCell(row)}
+			medianCell(row.New, row.Unit), change, mdEscape.Replace(pValue(row.P, r.Alpha)), nCell(row)}
 		if gated {
 			g := gateCell(row)
 			if row.Gate == GateFail {

@@ -37,7 +37,7 @@ func (e *TextEncoder) Encode(r *Report) error {
 			continue
 		}
 		cells := []string{row.Label, row.Metric, medianCell(row.Old, row.Unit), medianCell(row.New, row.Unit),
-			changeCell(row), pValue(row.P), nCell(row)}
+			changeCell(row), pValue(row.P, r.Alpha), nCell(row)}
 		if gated {
 			cells = append(cells, gateCell(row))
 		}
