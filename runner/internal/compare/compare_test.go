@@ -369,3 +369,32 @@ func TestCompareOptions(t *testing.T) {
 		t.Errorf("a folder against itself: p %v, change %v, verdict %s", r.P, r.ChangePct, r.Verdict)
 	}
 }
+
+func TestCompareFolderStatus(t *testing.T) {
+	configs := testConfigs(6, "a")
+	old := sideSpec{configs: configs, env: baseEnv, seed: 1}.memory()
+	nw := sideSpec{configs: configs, env: baseEnv, seed: 2}.memory()
+	nw.Status = results.StatusInterrupted
+	nw.Notes = []string{"requests.csv:9: skipped a torn last line (the writer stopped mid-write)"}
+	rep := mustCompare(t, old, nw, Options{})
+	if !hasWarning(rep.Warnings, "the new folder is interrupted, not complete") ||
+		!hasWarning(rep.Warnings, "new folder: requests.csv:9: skipped a torn last line") {
+		t.Errorf("warnings %q", rep.Warnings)
+	}
+	if rep.New.Status != results.StatusInterrupted {
+		t.Errorf("new status %s", rep.New.Status)
+	}
+}
+
+func BenchmarkCompare(b *testing.B) {
+	labels := []string{"16", "32", "64", "128", "256", "512", "768", "896"}
+	configs := testConfigs(30, labels...)
+	old := sideSpec{configs: configs, env: baseEnv, seed: 1}.memory()
+	nw := sideSpec{configs: configs, env: baseEnv, seed: 2}.memory()
+	ts := []Threshold{{Metric: "ttft_ms", Direction: Up, Percent: 10}}
+	for b.Loop() {
+		if _, err := Compare(old, nw, Options{Thresholds: ts}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
