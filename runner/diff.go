@@ -18,8 +18,8 @@ configs on one side only are listed and not compared. For each metric (ttft_ms, 
 tpot_token_ms, e2e_ms, itl_median_ms, output_tokens, text_events) of each config on both sides,
 over the successful measured requests (warm-up and first requests left out, as in summary), it
 shows the old and new medians with 95% distribution-free confidence intervals, the change of the
-median in percent, the p-value of a two-sided Mann-Whitney U test of the two samples, and n (old
-+new). The change column is "~" when p is not below --alpha: no significant change. The p-value
+median in percent, the p-value of a two-sided Mann-Whitney U test of the two samples, and n as
+old+new. The change column is "~" when p is not below --alpha: no significant change. The p-value
 is exact (by the null distribution of U) when no value is tied and both sides have fewer than 50
 values, and from the normal approximation with tie and continuity corrections otherwise.
 
