@@ -174,6 +174,9 @@ func gapCDFChart(runs []*run) (*chart, string) {
 		return nil, "no measured request has two text events"
 	}
 	cut *= 1.15
+	if cut <= 0 { // every gap is zero: events that arrived together
+		cut = 1
+	}
 	var labels []string // one legend entry per config that has a curve, in row order
 	for _, l := range rows {
 		for _, cv := range curves {

@@ -100,6 +100,12 @@ func newRun(role string, f *Folder) *run {
 	for i := range f.Requests {
 		q := &f.Requests[i]
 		cd := byID[q.ConfigID]
+		if cd == nil {
+			cd = &configData{cfg: experiment.Config{ID: q.ConfigID, ServerID: q.ServerID, Label: q.ConfigID, Index: len(r.configs)}}
+			r.configs = append(r.configs, cd)
+			byID[q.ConfigID] = cd
+			r.byLabel[cd.label()] = cd
+		}
 		if q.Phase != record.PhaseMeasure {
 			continue
 		}

@@ -350,3 +350,27 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+func TestReportWithoutEvents(t *testing.T) {
+	// A folder whose events.csv holds no rows: the per-request metrics are there, the events
+	// are not, so the two event charts are left out and the rest are drawn.
+	f := load(t, filepath.Join("testdata", "new"))[0]
+	for i := range f.Requests {
+		f.Requests[i].EventList = nil
+	}
+	res, err := Write(outDir(t, "no-events"), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range ChartNames() {
+		if c != "itl_distribution" && c != "request_timeline" {
+			want = append(want, c)
+		}
+	}
+	checkReport(t, res, want)
+	if len(res.Skipped) != 2 || !strings.Contains(res.Skipped[0].Reason, "two text events") ||
+		!strings.Contains(res.Skipped[1].Reason, "events recorded") {
+		t.Errorf("skipped %+v", res.Skipped)
+	}
+}

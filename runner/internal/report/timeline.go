@@ -56,18 +56,19 @@ func timelineConfig(r *run) string {
 	var cands []cand
 	top := 0.0
 	for _, cd := range r.configs {
-		var lens []float64
-		for _, q := range cd.ok {
-			if q.TextEvents >= 2 {
-				if v, ok := outputTokens(q); ok {
-					lens = append(lens, v)
-				}
-			}
-		}
-		if len(lens) == 0 {
+		if medianRequest(cd) == nil {
 			continue
 		}
-		c := cand{label: cd.label(), ratio: tokensPerEvent(cd), dist: math.Abs(median(lens) - readable)}
+		var lens []float64
+		for _, q := range cd.ok {
+			if v, ok := outputTokens(q); ok && q.TextEvents >= 2 {
+				lens = append(lens, v)
+			}
+		}
+		c := cand{label: cd.label(), ratio: tokensPerEvent(cd), dist: math.MaxFloat64}
+		if len(lens) > 0 {
+			c.dist = math.Abs(median(lens) - readable)
+		}
 		cands = append(cands, c)
 		top = math.Max(top, c.ratio)
 	}
@@ -102,7 +103,7 @@ func timelineChart(runs []*run) (*chart, string) {
 	newest := runs[len(runs)-1]
 	label := timelineConfig(newest)
 	if label == "" {
-		return nil, "no measured request has two text events"
+		return nil, "no measured request has two text events and its events recorded"
 	}
 	type pick struct {
 		r *run
