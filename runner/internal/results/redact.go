@@ -16,11 +16,13 @@ var secretWords = map[string]bool{
 	"pass": true, "credential": true, "credentials": true, "auth": true, "authorization": true,
 }
 
-// IsSecretName reports whether a flag or variable name names a secret.
+// IsSecretName reports whether a flag or variable name names a secret: one of its words is a
+// secret word, unless it follows "per", which makes it a rate (--decode-per-token 5ms).
 func IsSecretName(name string) bool {
 	name = strings.TrimLeft(strings.ToLower(name), "-")
-	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
-		if secretWords[w] {
+	words := strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' || r == '.' })
+	for i, w := range words {
+		if secretWords[w] && (i == 0 || words[i-1] != "per") {
 			return true
 		}
 	}

@@ -14,6 +14,8 @@ func TestRedactArgs(t *testing.T) {
 		{[]string{"-H", "Authorization: Bearer sk-2"}, []string{"-H", "Authorization: Bearer " + Redacted}},
 		{[]string{"--api-key", "--port", "1"}, []string{"--api-key", "--port", "1"}}, // a flag, not a value
 		{[]string{"--tokenizer", "gpt2", "--tokenizer-mode", "auto", "--ssl-keyfile", "k.pem"}, []string{"--tokenizer", "gpt2", "--tokenizer-mode", "auto", "--ssl-keyfile", "k.pem"}},
+		// A rate per token is no secret; a token of a named service is.
+		{[]string{"--decode-per-token", "5ms", "--prefill-per-token=200us", "--hf-token", "hf_y"}, []string{"--decode-per-token", "5ms", "--prefill-per-token=200us", "--hf-token", Redacted}},
 		{nil, []string{}},
 	}
 	for _, tt := range tests {
