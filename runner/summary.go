@@ -83,17 +83,13 @@ type summaryReport struct {
 }
 
 func loadSummary(dir string) (*summaryReport, error) {
-	r, err := results.Open(dir)
+	l, err := results.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := r.Requests()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	rep := &summaryReport{man: r.Manifest(), status: r.Status(), notes: r.Notes(),
-		rows: results.Summarize(r.Manifest().Configs, reqs), fits: decompose.Sweeps(r.Manifest().Configs, reqs)}
-	for _, q := range reqs {
+	rep := &summaryReport{man: l.Manifest, status: l.Status, notes: l.Notes,
+		rows: results.Summarize(l.Manifest.Configs, l.Requests), fits: decompose.Sweeps(l.Manifest.Configs, l.Requests)}
+	for _, q := range l.Requests {
 		if q.Phase == record.PhaseMeasure {
 			rep.requests++
 			if q.Status != record.StatusOK {

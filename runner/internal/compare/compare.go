@@ -56,27 +56,11 @@ type Options struct {
 }
 
 // Side is one result folder as a comparison reads it.
-type Side struct {
-	Dir      string
-	Manifest *results.Manifest
-	Status   results.Status   // the folder's state (a running folder without a writer is interrupted)
-	Requests []record.Request // every request row, in file order
-	Notes    []string         // what the reader skipped, such as a torn last line
-}
+type Side = results.Loaded
 
 // Load reads the result folder dir for a comparison. It fails on a folder it cannot read,
 // including one of a format version it does not know.
-func Load(dir string) (*Side, error) {
-	r, err := results.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	reqs, err := r.Requests()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	return &Side{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Notes: r.Notes()}, nil
-}
+func Load(dir string) (*Side, error) { return results.Load(dir) }
 
 // Report is the outcome of a comparison: everything the encoders show.
 type Report struct {

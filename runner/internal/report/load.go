@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -31,26 +30,18 @@ type Folder struct {
 // Load reads the result folder dir through the results package: its manifest, its requests
 // with their events, and its servers.
 func Load(dir string) (*Folder, error) {
-	r, err := results.Open(dir)
+	l, err := results.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := r.Requests()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	servers, err := r.Servers()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	f := &Folder{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Notes: r.Notes()}
+	f := &Folder{Dir: dir, Manifest: l.Manifest, Status: l.Status, Requests: l.Requests, Servers: l.Servers, Notes: l.Notes}
 	f.Configs = append(f.Configs, f.Manifest.Configs...)
 	sort.SliceStable(f.Configs, func(i, j int) bool { return f.Configs[i].Index < f.Configs[j].Index })
 	known := map[string]bool{}
 	for _, c := range f.Configs {
 		known[c.ID] = true
 	}
-	for _, q := range reqs {
+	for _, q := range f.Requests {
 		if !known[q.ConfigID] {
 			known[q.ConfigID] = true
 			f.Configs = append(f.Configs, experiment.Config{ID: q.ConfigID, ServerID: q.ServerID, Label: q.ConfigID, Index: len(f.Configs)})

@@ -180,6 +180,26 @@ func (r *Reader) Summary() ([]SummaryRow, error) {
 // LoadRequests opens the result folder dir and returns all its requests with their events and
 // texts; see Reader.Requests.
 func LoadRequests(dir string) ([]record.Request, error) {
+	l, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.Requests, nil
+}
+
+// Loaded is a result folder read whole, as the commands that describe folders use it.
+type Loaded struct {
+	Dir      string
+	Manifest *Manifest
+	Status   Status           // the folder's state (a running folder without a writer is interrupted)
+	Requests []record.Request // every request row, in file order, with events and texts joined in
+	Servers  []ServerInfo     // every server boot, from servers.csv
+	Notes    []string         // what the reader skipped, such as a torn last line, one sentence each
+}
+
+// Load opens the result folder dir and reads its manifest, all its requests and its servers. It
+// fails on a folder it cannot read, including one of a format version it does not know.
+func Load(dir string) (*Loaded, error) {
 	r, err := Open(dir)
 	if err != nil {
 		return nil, err
@@ -188,5 +208,9 @@ func LoadRequests(dir string) ([]record.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return reqs, nil
+	servers, err := r.Servers()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &Loaded{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Notes: r.Notes()}, nil
 }
