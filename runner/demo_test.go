@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
-	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/gguf"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
@@ -34,18 +33,7 @@ func TestCPUDemo(t *testing.T) {
 		t.Skipf("no ollama binary (run make ollama): %v", err)
 	}
 	bin := buildRunner(t)
-	exp, err := filepath.Abs(filepath.Join("..", "experiments", "cpu-demo.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := experiment.Load(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	configs, err := e.Expand()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, configs, exp := committedExperiment(t, "cpu-demo")
 	// The experiment names its model relative to the working directory: run in a fresh one
 	// that holds a freshly generated model at that path.
 	work := t.TempDir()
@@ -68,19 +56,7 @@ func TestCPUDemo(t *testing.T) {
 	}
 	checkNoSurvivors(t, marker)
 
-	folder := onlyFolder(t, root, e.Name)
-	reqs := readRequests(t, folder)
-	want := 1
-	for _, c := range configs {
-		want += c.Warmup + c.Repetitions
-	}
-	if len(reqs) != want {
-		t.Fatalf("%d rows, want %d", len(reqs), want)
-	}
-	byConfig := map[string]experiment.Config{}
-	for _, c := range configs {
-		byConfig[c.ID] = c
-	}
+	folder, reqs, byConfig := readRun(t, root, e.Name, configs)
 	for _, r := range reqs {
 		c := byConfig[r.ConfigID]
 		id := results.RequestID(r.ConfigID, r.Seq)

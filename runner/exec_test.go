@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/sim"
@@ -113,6 +114,43 @@ func readRequests(t *testing.T, dir string) []record.Request {
 		t.Fatal(err)
 	}
 	return reqs
+}
+
+// committedExperiment loads and expands experiments/NAME.yaml and returns its absolute path.
+func committedExperiment(t *testing.T, name string) (*experiment.Experiment, []experiment.Config, string) {
+	t.Helper()
+	file, err := filepath.Abs(filepath.Join("..", "experiments", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := experiment.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := e.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, configs, file
+}
+
+// readRun reads the requests of the one result folder under root/name, checks that it holds
+// every request of configs (one server: its first request, then each config's warm-up and
+// repetitions), and returns them with each one's config.
+func readRun(t *testing.T, root, name string, configs []experiment.Config) (string, []record.Request, map[string]experiment.Config) {
+	t.Helper()
+	folder := onlyFolder(t, root, name)
+	reqs := readRequests(t, folder)
+	want := 1
+	byID := map[string]experiment.Config{}
+	for _, c := range configs {
+		want += c.Warmup + c.Repetitions
+		byID[c.ID] = c
+	}
+	if len(reqs) != want {
+		t.Fatalf("%d rows, want %d", len(reqs), want)
+	}
+	return folder, reqs, byID
 }
 
 // simExperiment is an experiment on the simulator, marked with a unique model name so that its

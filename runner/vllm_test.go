@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
@@ -23,18 +22,7 @@ func TestVLLMExperimentsAgainstSim(t *testing.T) {
 	bin := buildRunner(t)
 	for _, name := range []string{"baseline", "prefill-sweep", "decode-sweep"} {
 		t.Run(name, func(t *testing.T) {
-			file, err := filepath.Abs(filepath.Join("..", "experiments", name+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := experiment.Load(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			configs, err := e.Expand()
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, configs, file := committedExperiment(t, name)
 			dir := t.TempDir()
 			stand := filepath.Join(dir, "bin")
 			if err := os.Mkdir(stand, 0o755); err != nil {
@@ -80,19 +68,7 @@ exec %q sim "$@"
 				t.Errorf("environment: %q", env)
 			}
 
-			folder := onlyFolder(t, root, e.Name)
-			reqs := readRequests(t, folder)
-			want1 := 1
-			for _, c := range configs {
-				want1 += c.Warmup + c.Repetitions
-			}
-			if len(reqs) != want1 {
-				t.Fatalf("%d rows, want %d", len(reqs), want1)
-			}
-			byID := map[string]experiment.Config{}
-			for _, c := range configs {
-				byID[c.ID] = c
-			}
+			folder, reqs, byID := readRun(t, root, e.Name, configs)
 			for _, r := range reqs {
 				c := byID[r.ConfigID]
 				if r.Status != record.StatusOK || !r.CacheReset || r.TokenSource != record.SourceTokenIDs {
