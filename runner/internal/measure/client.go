@@ -227,7 +227,7 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 			failed = true
 			break
 		}
-		if ch.Done {
+		if ch.Done && !carriesChunk(ch) {
 			done, doneAt = true, since
 			break
 		}
@@ -243,6 +243,12 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 			rec.FinishReason = ch.FinishReason
 		}
 		text = append(text, ch.Text...)
+		if ch.Done {
+			// A chunk and "data: [DONE]" without a blank line between them arrive as one
+			// event: the chunk was recorded above, and the stream ends here.
+			done, doneAt = true, since
+			break
+		}
 	}
 	// The end of the response stream is the arrival of [DONE]; without it, now.
 	end := c.now().Sub(t0)
@@ -301,6 +307,12 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		rec.TTFT, rec.LastText, rec.E2E = nil, nil, nil
 	}
 	return rec, nil
+}
+
+// carriesChunk reports whether a decoded chunk holds anything besides [DONE].
+func carriesChunk(ch openai.Chunk) bool {
+	return ch.HasChoices || ch.Usage != nil || ch.TokenIDs != nil || ch.Text != "" ||
+		ch.Reasoning != "" || ch.ToolCalls || ch.FinishReason != ""
 }
 
 // countTokens fills the output token count from the best source available and the counts of

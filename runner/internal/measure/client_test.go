@@ -439,3 +439,65 @@ func BenchmarkClientPerEvent(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 }
+
+// serveStream starts a server that answers every request with body, written in one piece.
+func serveStream(t *testing.T, body string) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// TestDoneInSameEvent checks a chunk followed by "data: [DONE]" with no blank line between
+// them, which an SSE reader delivers as one event: the chunk still counts, as text and as usage.
+func TestDoneInSameEvent(t *testing.T) {
+	tests := []struct {
+		name, stream string
+		text         string
+		textEvents   int
+		source       record.TokenSource
+	}{
+		{
+			name: "usage chunk then [DONE]",
+			stream: "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n" +
+				"data: {\"choices\":[{\"index\":0,\"text\":\" b\",\"finish_reason\":\"length\"}]}\n\n" +
+				"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2,\"total_tokens\":6}}\n" +
+				"data: [DONE]\n\n",
+			text: "a b", textEvents: 2, source: record.SourceUsage,
+		},
+		{
+			name: "last text chunk then [DONE]",
+			stream: "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n" +
+				"data: {\"choices\":[{\"index\":0,\"text\":\" b\"}]}\n\n" +
+				"data: {\"choices\":[{\"index\":0,\"text\":\" c\",\"finish_reason\":\"length\"}]}\n" +
+				"data: [DONE]\n\n",
+			text: "a b c", textEvents: 3, source: record.SourceNone,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := serveStream(t, tt.stream)
+			c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+			rec, err := c.Do(context.Background(), spec(openai.Completions, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != record.StatusOK {
+				t.Fatalf("status %s: %s %s", rec.Status, rec.ErrorClass, rec.Error)
+			}
+			if rec.OutputText != tt.text || rec.TextEvents != tt.textEvents {
+				t.Errorf("text %q in %d text events, want %q in %d", rec.OutputText, rec.TextEvents, tt.text, tt.textEvents)
+			}
+			if rec.TokenSource != tt.source {
+				t.Errorf("token source %q, want %q", rec.TokenSource, tt.source)
+			}
+			if rec.FinishReason != "length" {
+				t.Errorf("finish reason %q, want length", rec.FinishReason)
+			}
+		})
+	}
+}
