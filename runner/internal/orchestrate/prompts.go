@@ -16,13 +16,15 @@ type promptKey struct {
 }
 
 // serverTokenizes reports whether the server answers /tokenize, which makes its own tokenizer
-// the one that synthesises prompts and counts output text.
+// the one that synthesises prompts and counts output text. A server must count the probe's word
+// as at least one token: llama.cpp's /tokenize, which reads "content" rather than "prompt",
+// answers 200 with no tokens, and would count every text as 0.
 func serverTokenizes(ctx context.Context, api *openai.Client, model string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	no := false
-	_, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: model, Prompt: "hello", AddSpecialTokens: &no})
-	return err == nil
+	r, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: model, Prompt: "hello", AddSpecialTokens: &no})
+	return err == nil && r.Count > 0
 }
 
 // preparePrompts synthesises a prompt of exactly N tokens for every prompt_tokens value of the
