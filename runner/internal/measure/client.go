@@ -317,14 +317,15 @@ func carriesChunk(ch openai.Chunk) bool {
 
 // countTokens fills the output token count from the best source available and the counts of
 // the other sources: per-event counts or usage from the stream, else the server's /tokenize of
-// the generated text, else tiktoken.
+// the generated text, else tiktoken. Without generated text neither tokenizer counts: 0 tokens
+// of an empty text says nothing of what the server generated.
 func (c *Client) countTokens(ctx context.Context, rec *record.Request, counts openai.Counts) {
 	if c.Tokenize != nil && rec.OutputText != "" {
 		if n, err := c.Tokenize(ctx, rec.OutputText); err == nil {
 			rec.TokensFromTokenize = record.Int(n)
 		}
 	}
-	if c.Tiktoken != nil {
+	if c.Tiktoken != nil && rec.OutputText != "" {
 		if n, err := c.Tiktoken.Count(ctx, rec.OutputText); err == nil {
 			rec.TokensFromTiktoken = record.Int(n)
 			rec.TiktokenEncoding = c.Tiktoken.Encoding()

@@ -16,6 +16,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/sim"
 	"github.com/onelayerdown/runner/runner/internal/sse"
+	"github.com/onelayerdown/runner/runner/internal/tokens"
 )
 
 // tolerance is how far a client-measured time may stand from the simulator's own send time.
@@ -499,5 +500,30 @@ func TestDoneInSameEvent(t *testing.T) {
 				t.Errorf("finish reason %q, want length", rec.FinishReason)
 			}
 		})
+	}
+}
+
+// TestNoTextNoCount checks that a stream without generated text and without usage gets no
+// output token count: counting an empty text locally would write 0 tokens where the count is
+// unknown (this stream generated a tool call).
+func TestNoTextNoCount(t *testing.T) {
+	ts := serveStream(t, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"+
+		"data: [DONE]\n\n")
+	tk, err := tokens.NewTiktoken("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{API: &openai.Client{BaseURL: ts.URL}, Tiktoken: tk}
+	rec, err := c.Do(context.Background(), spec(openai.Chat, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ErrorClass != record.ErrNoText {
+		t.Fatalf("class %q (%s), want no_text", rec.ErrorClass, rec.Error)
+	}
+	if rec.OutputTokens != nil || rec.TokensFromTiktoken != nil || rec.TokenSource != record.SourceNone || rec.TiktokenEncoding != "" {
+		t.Errorf("output tokens %v from %q, tiktoken %v (%q); want no count", deref(rec.OutputTokens), rec.TokenSource, deref(rec.TokensFromTiktoken), rec.TiktokenEncoding)
 	}
 }
