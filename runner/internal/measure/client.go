@@ -150,9 +150,14 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		return fail(record.ErrDecode, fmt.Errorf("build request body: %w", err)), nil
 	}
 
-	reqCtx, cancel := ctx, context.CancelFunc(func() {})
+	// The request's own context can always be cancelled: after [DONE] it bounds the wait for
+	// the end of the body even when the request has no deadline.
+	var reqCtx context.Context
+	var cancel context.CancelFunc
 	if spec.Timeout > 0 {
 		reqCtx, cancel = context.WithTimeout(ctx, spec.Timeout)
+	} else {
+		reqCtx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
 

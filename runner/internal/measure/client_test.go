@@ -527,3 +527,39 @@ func TestNoTextNoCount(t *testing.T) {
 		t.Errorf("output tokens %v from %q, tiktoken %v (%q); want no count", deref(rec.OutputTokens), rec.TokenSource, deref(rec.TokensFromTiktoken), rec.TiktokenEncoding)
 	}
 }
+
+// TestKeptOpenAfterDone checks that a request without a deadline is not held by a server that
+// keeps the stream open after [DONE].
+func TestKeptOpenAfterDone(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"index\":0,\"text\":\" b\"}]}\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer ts.Close()
+	c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+	s := spec(openai.Completions, 2)
+	s.Timeout = 0
+	type result struct {
+		rec record.Request
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		rec, err := c.Do(context.Background(), s)
+		out <- result{rec, err}
+	}()
+	select {
+	case r := <-out:
+		if r.err != nil || r.rec.Status != record.StatusOK || r.rec.TextEvents != 2 {
+			t.Fatalf("err %v, status %s (%s), %d text events", r.err, r.rec.Status, r.rec.Error, r.rec.TextEvents)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Do still waits for a stream kept open after [DONE]")
+	}
+}
