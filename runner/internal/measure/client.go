@@ -273,6 +273,7 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	rec.EventList = events
 	rec.OutputText = string(text)
 	counts := tally.Counts()
+	rec.TextEvents = counts.TextEvents
 	if counts.PerEvent != nil && len(counts.PerEvent) == len(events) {
 		for i := range events {
 			events[i].Tokens = record.Int(counts.PerEvent[i])

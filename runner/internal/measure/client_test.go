@@ -563,3 +563,26 @@ func TestKeptOpenAfterDone(t *testing.T) {
 		t.Fatal("Do still waits for a stream kept open after [DONE]")
 	}
 }
+
+// TestFailedKeepsCounts checks that a failed stream keeps its event counts, text events
+// included, and has no metrics.
+func TestFailedKeepsCounts(t *testing.T) {
+	ts := serveStream(t, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" b\"}}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" c\"}}]}\n\n")
+	c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+	rec, err := c.Do(context.Background(), spec(openai.Chat, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ErrorClass != record.ErrTruncated {
+		t.Fatalf("class %q (%s), want truncated", rec.ErrorClass, rec.Error)
+	}
+	if rec.Events != 4 || rec.TextEvents != 3 {
+		t.Errorf("events %d, text events %d; want 4 and 3", rec.Events, rec.TextEvents)
+	}
+	if rec.TTFT != nil || rec.E2E != nil || rec.TPOTEvent != nil || rec.ITLMedian != nil {
+		t.Errorf("a failed row carries metrics: %+v", rec)
+	}
+}
