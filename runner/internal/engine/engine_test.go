@@ -620,10 +620,10 @@ func TestCrashWhileServing(t *testing.T) {
 
 // runFakeRunner starts the test binary as a runner that boots a server, and waits until the
 // server is ready. It returns the runner's command and the server's process group.
-func runFakeRunner(t *testing.T, mode string) (*exec.Cmd, int, *fake) {
+func runFakeRunner(t *testing.T, mode, grandchild string) (*exec.Cmd, int, *fake) {
 	t.Helper()
 	f := newFake(t, "my-server")
-	env, err := json.Marshal(f.env("FAKE_GRANDCHILD", "1"))
+	env, err := json.Marshal(f.env("FAKE_GRANDCHILD", grandchild))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,8 +632,14 @@ func runFakeRunner(t *testing.T, mode string) (*exec.Cmd, int, *fake) {
 		t.Fatal(err)
 	}
 	ready := filepath.Join(f.dir, "ready")
+	// The runner makes the server's scratch directory under TMPDIR: one of the test's own, so
+	// that the test can see whether it is left behind.
+	tmp := filepath.Join(f.dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(self, mode)
-	cmd.Env = append(os.Environ(), roleEnv+"=runner", "FAKE_READY="+ready, "FAKE_SERVER_ENV="+string(env))
+	cmd.Env = append(os.Environ(), roleEnv+"=runner", "FAKE_READY="+ready, "FAKE_SERVER_ENV="+string(env), "TMPDIR="+tmp)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -661,23 +667,26 @@ func runFakeRunner(t *testing.T, mode string) (*exec.Cmd, int, *fake) {
 }
 
 // TestNoServerOutlivesTheRunner ends the runner in each way it can end without stopping its
-// server itself, and checks that every process of the server's group goes too.
+// server itself, and checks that every process of the server's group goes too, and the
+// server's scratch directory with them.
 func TestNoServerOutlivesTheRunner(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		mode string
-		kill bool // SIGKILL the runner once its server is ready
+		mode       string
+		kill       bool   // SIGKILL the runner once its server is ready
+		grandchild string // FAKE_GRANDCHILD: "1", or "ignore" for one that ignores SIGTERM
 	}{
-		{"sleep", true},            // the runner is killed
-		{"panic-defer", false},     // a panic unwinds through a deferred Stop
-		{"panic-goroutine", false}, // a panic elsewhere: no deferred call runs
-		{"exit", false},            // the runner exits without calling Stop
-		{"interrupt", false},       // Ctrl-C cancels the context the server was started with
+		{"sleep", true, "1"},            // the runner is killed
+		{"sleep", true, "ignore"},       // the runner is killed and SIGTERM is not enough
+		{"panic-defer", false, "1"},     // a panic unwinds through a deferred Stop
+		{"panic-goroutine", false, "1"}, // a panic elsewhere: no deferred call runs
+		{"exit", false, "1"},            // the runner exits without calling Stop
+		{"interrupt", false, "1"},       // Ctrl-C cancels the context the server was started with
 	}
 	for _, c := range cases {
-		t.Run(c.mode, func(t *testing.T) {
+		t.Run(c.mode+"-"+c.grandchild, func(t *testing.T) {
 			t.Parallel()
-			cmd, pgid, f := runFakeRunner(t, c.mode)
+			cmd, pgid, f := runFakeRunner(t, c.mode, c.grandchild)
 			pid, _, grandchild := f.procs(t)
 			if c.kill {
 				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -695,6 +704,13 @@ func TestNoServerOutlivesTheRunner(t *testing.T) {
 				t.Errorf("the runner exited with %v in mode %s", err, c.mode)
 			}
 			assertGone(t, pgid, pid, grandchild)
+			left, err := os.ReadDir(filepath.Join(f.dir, "tmp"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range left {
+				t.Errorf("the server's scratch directory %s outlived the runner (mode %s)", e.Name(), c.mode)
+			}
 		})
 	}
 }

@@ -12,7 +12,9 @@ import (
 )
 
 // guardEnv marks a process started by Start as the guard of a server. Its value is
-// "PPID:GRACE_MS": the runner's pid and the stop grace period in milliseconds.
+// "PPID:GRACE_MS" or "PPID:GRACE_MS:DIR": the runner's pid, the stop grace period in
+// milliseconds and, when the runner made one for the server, its scratch directory, which the
+// guard removes once it has ended the group of a runner that died.
 const guardEnv = "RUNNER_ENGINE_GUARD"
 
 // Why a guard: Linux's parent-death signal (Pdeathsig) reaches only the direct child of the
@@ -39,15 +41,24 @@ func init() {
 // guardMain runs args[0] (a resolved path) with args[1:] as its argv and returns the exit
 // status to leave with.
 func guardMain(spec string, args []string) int {
-	ppidText, graceText, _ := strings.Cut(spec, ":")
-	ppid, err1 := strconv.Atoi(ppidText)
-	graceMS, err2 := strconv.Atoi(graceText)
-	if err1 != nil || err2 != nil || len(args) < 2 {
+	f := strings.SplitN(spec, ":", 3)
+	if len(f) < 2 || len(args) < 2 {
 		os.Stderr.WriteString("runner guard: bad invocation\n")
 		return 2
 	}
+	ppid, err1 := strconv.Atoi(f[0])
+	graceMS, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		os.Stderr.WriteString("runner guard: bad invocation\n")
+		return 2
+	}
+	var dir string
+	if len(f) == 3 {
+		dir = f[2]
+	}
 	grace := time.Duration(graceMS) * time.Millisecond
 	if os.Getppid() != ppid {
+		removeScratch(dir)
 		return 1 // the runner died before the server could start
 	}
 	os.Unsetenv(guardEnv)
@@ -83,33 +94,60 @@ func guardMain(spec string, args []string) int {
 			// A signal with the runner alive is the runner stopping the whole group: the server
 			// got it too, and the guard waits for it to exit.
 			if orphaned() {
-				return endGroup(grace)
+				return endGroup(grace, dir)
 			}
 		case <-tick.C:
 			if orphaned() {
-				return endGroup(grace)
+				return endGroup(grace, dir)
 			}
 		}
 	}
 }
 
 // endGroup ends the guard's process group after the runner died: SIGTERM, then SIGKILL to
-// whatever is left after the grace period. Nothing is written to stdout or stderr here: their
-// reader, the runner, is gone.
-func endGroup(grace time.Duration) int {
+// whatever is left after the grace period; then it removes the server's scratch directory
+// (dir, when not empty), which the runner would have removed in Stop. Nothing is written to
+// stdout or stderr here: their reader, the runner, is gone.
+func endGroup(grace time.Duration, dir string) int {
 	pgid := syscall.Getpgrp()
 	self := os.Getpid()
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
 	syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
+	if waitOthersGone(pgid, self, time.Now().Add(grace)) {
+		removeScratch(dir)
+		return 1
+	}
+	// SIGKILL the others one by one rather than the group, so that the guard lives on to
+	// remove the scratch directory once they are gone.
+	for _, p := range groupMembers(pgid) {
+		if p != self {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+	waitOthersGone(pgid, self, time.Now().Add(5*time.Second))
+	removeScratch(dir)
+	syscall.Kill(-pgid, syscall.SIGKILL) // whatever started meanwhile, and the guard too
+	return 1
+}
+
+// waitOthersGone polls until no process of group pgid but self is left (true) or until the
+// deadline (false).
+func waitOthersGone(pgid, self int, deadline time.Time) bool {
+	for {
 		if others(groupMembers(pgid), self) == 0 {
-			return 1
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	syscall.Kill(-pgid, syscall.SIGKILL) // the guard too
-	return 1
+}
+
+func removeScratch(dir string) {
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
 }
 
 // others counts the pids that are not self.

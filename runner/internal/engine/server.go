@@ -292,7 +292,11 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 	// server in the same process group and ends that whole group should the runner die.
 	cmd := exec.CommandContext(ctx, self)
 	cmd.Args = append([]string{self, path}, s.launch.Argv...)
-	cmd.Env = append(env, fmt.Sprintf("%s=%d:%d", guardEnv, os.Getpid(), s.grace.Milliseconds()))
+	guard := fmt.Sprintf("%s=%d:%d", guardEnv, os.Getpid(), s.grace.Milliseconds())
+	if s.ownDir {
+		guard += ":" + s.dir
+	}
+	cmd.Env = append(env, guard)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Cancel = func() error { s.terminate(); return nil }
