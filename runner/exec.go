@@ -46,7 +46,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfgs, err = exp.Expand()
 	}
 	if err != nil {
-		return planLoadError(err)
+		return planLoadError("run", err)
 	}
 	if *dryRun {
 		return writePlanText(stdout, newPlan(exp, cfgs))

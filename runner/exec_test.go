@@ -457,7 +457,8 @@ func TestRunUsage(t *testing.T) {
 	}{
 		{[]string{"run"}, 2, "want exactly one experiment file"},
 		{[]string{bad}, 2, "bad.yaml:2:7: name"},
-		{[]string{"run", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
+		{[]string{"run", filepath.Join(dir, "missing.yaml")}, 2, "runner: run: read experiment: open " + filepath.Join(dir, "missing.yaml")},
+		{[]string{filepath.Join(dir, "missing.yaml")}, 2, "runner: run: read experiment: open " + filepath.Join(dir, "missing.yaml")},
 		{[]string{"run", bad, "--resume", dir}, 2, ""},
 	}
 	for _, tt := range tests {

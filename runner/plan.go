@@ -53,22 +53,22 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	e, err := experiment.Load(files[0])
 	if err != nil {
-		return planLoadError(err)
+		return planLoadError("plan", err)
 	}
 	cfgs, err := e.Expand()
 	if err != nil {
-		return planLoadError(err)
+		return planLoadError("plan", err)
 	}
 	return write(stdout, newPlan(e, cfgs))
 }
 
-// planLoadError maps a load or expansion failure to exit status 2.
-func planLoadError(err error) error {
+// planLoadError maps a load or expansion failure of the command cmd to exit status 2.
+func planLoadError(cmd string, err error) error {
 	var list experiment.ErrorList
 	if errors.As(err, &list) {
 		return &exitError{code: 2, msg: list.Error()}
 	}
-	return &exitError{code: 2, msg: "runner: plan: " + err.Error()}
+	return &exitError{code: 2, msg: "runner: " + cmd + ": " + err.Error()}
 }
 
 // plan is what `runner plan` reports; its JSON field names are part of the command's output
