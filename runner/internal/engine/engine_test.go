@@ -601,6 +601,52 @@ func TestContextCancelDuringBoot(t *testing.T) {
 	assertGone(t, pgid, pid, grandchild)
 }
 
+// resetProbed tells TestContextCancelDuringResetProbe that Start is probing the cache reset of
+// its test-reset-blocks server.
+var resetProbed = make(chan struct{}, 1)
+
+func init() {
+	// A command server whose cache reset blocks until its context is done.
+	Register("test-reset-blocks", func(srv experiment.Server, t Target) (*Launch, error) {
+		l, err := commandPreset(srv, t)
+		if err != nil {
+			return nil, err
+		}
+		l.ReadyPaths = []string{"/health"}
+		l.Reset = func(ctx context.Context, h *Hook) error {
+			resetProbed <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return l, nil
+	})
+}
+
+// TestContextCancelDuringResetProbe cancels the context while Start probes the cache reset, the
+// last step of a boot: Start must report the interruption, not a server that cannot reset its
+// cache (which would fail every request of a cache: reset experiment instead of stopping it).
+func TestContextCancelDuringResetProbe(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "my-server")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-resetProbed
+		cancel()
+	}()
+	srv := experiment.Server{Engine: "test-reset-blocks", Model: "m", Command: []string{"my-server", "--port", "{port}"},
+		Env: f.env("FAKE_GRANDCHILD", "1"), ReadyTimeout: 20 * time.Second}
+	s, err := Start(ctx, srv, StartOptions{StopGrace: testGrace})
+	if s != nil {
+		s.Stop(context.Background())
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start: server %v, error %v; want the context's error", s != nil, err)
+	}
+	pid, pgid, grandchild := f.procs(t)
+	assertGone(t, pgid, pid, grandchild)
+}
+
 func TestCrashWhileServing(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, "vllm")

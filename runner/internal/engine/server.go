@@ -404,6 +404,11 @@ func (s *Server) finishBoot(ctx context.Context) error {
 			s.canReset = true
 		}
 	}
+	// The probes above fail when ctx ends during them, and would pass their failure off as
+	// what the server can do (no cache reset, no version): an interrupted boot is no boot.
+	if err := ctx.Err(); err != nil {
+		return s.bootFailed(err)
+	}
 	s.log.note("ready after %s at %s (model %q, version %q)", s.bootTime.Round(time.Millisecond), s.baseURL, s.model, s.version)
 	fmt.Fprintf(s.progress, "%s: ready after %s at %s\n", s.engine, s.bootTime.Round(100*time.Millisecond), s.baseURL)
 	return nil
