@@ -127,7 +127,10 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 	}
 	f.configs = ids
 	if err := f.create(configs); err != nil {
-		f.closeFiles()
+		// The folder is new and holds nothing measured yet; a half-made one (on a full disk, a
+		// manifest without configs.csv or requests.csv) could be neither read nor resumed.
+		f.abandon()
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("results: create %s: %w", dir, err)
 	}
 	return f, nil
@@ -413,7 +416,8 @@ func (f *Folder) closeFiles() {
 }
 
 // abandon closes the folder's files and releases its lock without finishing it, as a crash
-// would; tests use it to leave an interrupted folder.
+// would; Create uses it on a folder it could not finish making, and tests to leave an
+// interrupted folder.
 func (f *Folder) abandon() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

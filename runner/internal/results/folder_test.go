@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -152,6 +153,27 @@ func TestCreateNeverReusesAFolder(t *testing.T) {
 		if err := f.Close(StatusFailed); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestCreateFailureLeavesNoFolder makes Create fail after it has made the folder (here the
+// manifest cannot be encoded; on a full disk it cannot be written): the half-made folder, which
+// no command could read or resume, must not be left behind.
+func TestCreateFailureLeavesNoFolder(t *testing.T) {
+	root := t.TempDir()
+	exp, configs := testExperiment()
+	nan := math.NaN()
+	configs[0].Request.Temperature = &nan
+	if f, err := Create(root, exp, configs, testRunInfo()); err == nil {
+		f.Close(StatusFailed)
+		t.Fatal("Create wrote a manifest holding NaN")
+	}
+	left, err := os.ReadDir(filepath.Join(root, exp.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("a failed Create left %s behind", e.Name())
 	}
 }
 
