@@ -808,6 +808,26 @@ func TestEndpoint(t *testing.T) {
 	}
 }
 
+// TestEndpointNothingListens points engine endpoint at a port where nothing listens: the hint
+// must say so, not suggest a longer wait for a server that is not there.
+func TestEndpointNothingListens(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	_, _, err = start(t, experiment.Server{Engine: "endpoint", Model: "m", URL: url, ReadyTimeout: 500 * time.Millisecond}, StartOptions{})
+	var be *BootError
+	if !errors.As(err, &be) {
+		t.Fatalf("Start: %v, want a *BootError", err)
+	}
+	if want := "nothing listens at " + url; !strings.Contains(be.Hint, want) || !strings.Contains(be.Hint, "server.url") {
+		t.Errorf("hint %q, want one that says %q and names server.url", be.Hint, want)
+	}
+}
+
 func TestSecretsAreRedacted(t *testing.T) {
 	t.Parallel()
 	const argSecret, envSecret = "hunter2-argument", "tok-environment"

@@ -498,7 +498,8 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 	url := s.baseURL + path
 	interval := 200 * time.Millisecond
 	var lastNote time.Time
-	var last string // the last answer, for the timeout message
+	var last string  // the last answer, for the timeout message
+	var refused bool // whether that answer was a refused connection
 	for {
 		// A request near the deadline still gets a moment, so that the last answer says
 		// something about the server rather than about the clock.
@@ -514,20 +515,25 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 		case err != nil && errors.Is(err, context.DeadlineExceeded) && timeout < 5*time.Second && last != "":
 			// Cut short by the ready timeout: keep the previous, complete answer.
 		case err != nil:
-			last = describeGetError(err)
+			last, refused = describeGetError(err), errors.Is(err, syscall.ECONNREFUSED)
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
 			return &bootFailure{
 				reason: fmt.Sprintf("GET %s answered %d %s", path, status, http.StatusText(status)),
 				hint:   "the server refused the runner's credentials: check the key in the variable server.api_key_env names",
 			}
 		default:
-			last = fmt.Sprintf("answered %d %s", status, http.StatusText(status))
+			last, refused = fmt.Sprintf("answered %d %s", status, http.StatusText(status)), false
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
+			hint := fmt.Sprintf("raise server.ready_timeout (now %s) if the server needs longer to load, or check that GET %s is its readiness path", s.timeout, path)
+			if s.cmd == nil && refused {
+				// engine: endpoint starts nothing, so a refused connection is no slow start.
+				hint = fmt.Sprintf("nothing listens at %s: start the server there, or correct server.url", s.baseURL)
+			}
 			return &bootFailure{
 				reason: fmt.Sprintf("not ready after %s: GET %s %s", s.timeout, path, last),
-				hint:   fmt.Sprintf("raise server.ready_timeout (now %s) if the server needs longer to load, or check that GET %s is its readiness path", s.timeout, path),
+				hint:   hint,
 			}
 		}
 		if lastNote.IsZero() {
