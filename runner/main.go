@@ -20,8 +20,13 @@ func main() {
 		// The first signal stops gracefully: the run abandons the request in flight (a resume
 		// sends it again), stops its server, and marks its folder interrupted. The second exits
 		// at once; the engine's guard process still stops the server when the runner is gone.
-		<-sigs
-		fmt.Fprintln(os.Stderr, "runner: interrupted; stopping (press Ctrl-C again to exit now)")
+		if sig := <-sigs; sig == os.Interrupt {
+			fmt.Fprintln(os.Stderr, "runner: interrupted; stopping (press Ctrl-C again to exit now)")
+		} else {
+			// Not a Ctrl-C: a CI job being cancelled, or, for runner sim, the runner stopping
+			// its server, whose log this is.
+			fmt.Fprintln(os.Stderr, "runner: received SIGTERM; stopping (a second signal exits now)")
+		}
 		stop()
 		<-sigs
 		fmt.Fprintln(os.Stderr, "runner: exiting now")

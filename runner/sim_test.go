@@ -213,6 +213,11 @@ func TestSimProcess(t *testing.T) {
 		if !strings.Contains(stderr.String(), "Application shutdown complete.") {
 			t.Errorf("stderr lacks the shutdown lines:\n%s", stderr.String())
 		}
+		// The runner stops its servers with SIGTERM, and this is their log: it must not say
+		// that someone pressed Ctrl-C.
+		if strings.Contains(stderr.String(), "interrupted") || strings.Contains(stderr.String(), "Ctrl-C") {
+			t.Errorf("a SIGTERM is reported as a Ctrl-C:\n%s", stderr.String())
+		}
 	})
 
 	t.Run("boot failure", func(t *testing.T) {
