@@ -290,6 +290,12 @@ func TestRunInterruptAndResume(t *testing.T) {
 	if r.Status() != results.StatusInterrupted {
 		t.Errorf("status %s, want interrupted", r.Status())
 	}
+	// The server was stopped, not lost: the folder says how it ended.
+	if man, err := results.ReadManifest(folder); err != nil {
+		t.Fatal(err)
+	} else if len(man.Servers) != 1 || (man.Servers[0].ExitCode == nil && man.Servers[0].ExitSignal == "") {
+		t.Errorf("servers of the interrupted run: %+v, want the one server with its exit status", man.Servers)
+	}
 	before := readRequests(t, folder)
 	if len(before) < 4 || len(before) >= 11 {
 		t.Fatalf("%d requests recorded before the interrupt, want 4 to 10", len(before))

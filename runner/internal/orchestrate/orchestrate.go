@@ -188,6 +188,18 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 	if err := o.Sink.SetServer(info); err != nil {
 		return err
 	}
+	// end stops the server and records how it ended, once, on every way out from here,
+	// an interrupt included.
+	ended := false
+	end := func() {
+		if ended {
+			return
+		}
+		ended = true
+		stop()
+		finishServer(o, info, srv)
+	}
+	defer end()
 	o.Progress.note("serving model %s%s", srv.Model(), versionNote(srv.Version()))
 
 	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
@@ -208,8 +220,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		msg := fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", g.server.Engine)
 		o.Progress.note("%s", msg)
 		err := failAll(o, g, pending, record.ErrServer, msg, out)
-		stop()
-		finishServer(o, info, srv)
+		end()
 		return err
 	}
 
@@ -221,8 +232,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		msg := "prepare prompts: " + err.Error()
 		o.Progress.note("%s", msg)
 		err := failAll(o, g, pending, record.ErrServer, msg, out)
-		stop()
-		finishServer(o, info, srv)
+		end()
 		return err
 	}
 
@@ -287,8 +297,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		}
 		o.Progress.request(c, rec)
 	}
-	stop()
-	finishServer(o, info, srv)
+	end()
 	return nil
 }
 
