@@ -29,6 +29,9 @@ var validationCases = []struct {
 	// The file as a whole.
 	{"syntax error", head + "server: [\n  model: m\n", []string{"3:1: invalid YAML: did not find expected ',' or ']'"}, false},
 	{"tab indentation", head + "server:\n\tmodel: m\n", []string{"4:2: invalid YAML: found character that cannot start any token"}, false},
+	// yaml.v3 names the line of the value before the tab; the error must point at the tab.
+	{"tab after a value", head + "server:\n  model: m\n\tengine: sim\n", []string{"5:1: invalid YAML: found a tab character that violates indentation"}, false},
+	{"tab after a value, indented", head + "server:\n  model: m\n  \t engine: sim\n", []string{"5:3: invalid YAML: found a tab character that violates indentation"}, false},
 	{"empty file", "", []string{"1:1: file is empty"}, false},
 	{"only comments", "# nothing here\n", []string{"1:1: file is empty"}, false},
 	{"two documents", head + okServer + okRequest + "---\nversion: 1\n", []string{"8:1: more than one YAML document"}, false},

@@ -77,7 +77,28 @@ func yamlError(file string, data []byte, err error) *Error {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
+	if strings.Contains(msg, "tab character") {
+		// yaml.v3 names the line where the scalar before the tab began, which holds no tab.
+		if l, c, ok := indentTab(data, line); ok {
+			return &Error{File: file, Line: l, Col: c, Msg: "invalid YAML: " + msg}
+		}
+	}
 	return &Error{File: file, Line: line, Col: firstColumn(data, line), Msg: "invalid YAML: " + msg}
+}
+
+// indentTab finds the first tab in the indentation of a line at or after the 1-based line
+// from, and returns its 1-based line and column.
+func indentTab(data []byte, from int) (line, col int, ok bool) {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if i+1 < from {
+			continue
+		}
+		indent := l[:len(l)-len(bytes.TrimLeft(l, " \t"))]
+		if j := bytes.IndexByte(indent, '\t'); j >= 0 {
+			return i + 1, j + 1, true
+		}
+	}
+	return 0, 0, false
 }
 
 // isParserError reports whether a yaml.v3 message comes from its parser rather than its scanner.
