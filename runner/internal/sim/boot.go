@@ -126,8 +126,9 @@ func Boot(ctx context.Context, c Config) error {
 		return fail("oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "+
 			"GPU 0 has a total capacity of 14.58 GiB of which 1.06 GiB is free (simulated).")
 	case "kv-cache":
+		// vLLM's own words (vllm/worker/worker.py, raise_if_cache_size_invalid).
 		return fail("kv-cache", fmt.Sprintf("ValueError: The model's max seq len (%d) is larger than the maximum number of tokens "+
-			"that fit in the KV cache (%d). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "+
+			"that can be stored in KV cache (%d). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "+
 			"initializing the engine.", c.MaxModelLen, c.MaxModelLen/2))
 	}
 	log("INFO", "gpu_model_runner.py:1", "Model loading took 0.01 GiB and %.6f seconds", c.BootDelay.Seconds())
