@@ -40,3 +40,26 @@ func TestSimBootFailuresGetHints(t *testing.T) {
 		})
 	}
 }
+
+// TestSimBadArgumentGetsHint gives the simulator arguments it does not know or cannot parse, as
+// a typo in server.args does, and checks that its complaint yields a hint about server.args.
+func TestSimBadArgumentGetsHint(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus-flag"}, "does not know the argument -bogus-flag: fix server.args"},
+		{[]string{"--decode-per-token", "5"}, "rejected -decode-per-token"},
+	}
+	for _, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"sim", "--port", "0"}, tc.args...), &stdout, &stderr)
+		if err == nil {
+			t.Fatalf("runner sim %q started", tc.args)
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if hint := engine.HintFor("sim", "127.0.0.1", 8000, lines); !strings.Contains(hint, tc.want) {
+			t.Errorf("runner sim %q: hint %q, want one with %q; stderr:\n%s", tc.args, hint, tc.want, stderr.String())
+		}
+	}
+}

@@ -113,6 +113,26 @@ var hintRules = []hintRule{
 		},
 	},
 	{
+		// Go's flag package (runner sim, and Go servers under engine command): "flag provided
+		// but not defined: -foo".
+		name: "args",
+		keys: []string{"flag provided but not defined"},
+		re:   regexp.MustCompile(`^flag provided but not defined: (\S+)`),
+		text: func(m []string, in hintInfo) string {
+			return fmt.Sprintf("%s does not know the argument %s: fix server.args (compare with its --help)", in.Engine, m[1])
+		},
+	},
+	{
+		// Go's flag package: `invalid value "5" for flag -decode-per-token: parse error`.
+		name: "args",
+		keys: []string{"invalid value"},
+		re:   regexp.MustCompile(`^invalid (?:boolean )?value (".*") for flag (\S+?): (.+)`),
+		text: func(m []string, in hintInfo) string {
+			// Go names flags with one dash; settingOf knows them with two.
+			return fmt.Sprintf("%s rejected %s %s: %s; fix %s", in.Engine, m[2], m[1], strings.TrimSpace(m[3]), settingOf("-"+m[2]))
+		},
+	},
+	{
 		name: "model",
 		keys: []string{"not a local folder", "Repository Not Found", "load model", "loading model"},
 		re:   regexp.MustCompile(`is not a local folder and is not a valid model identifier|Repository Not Found|failed to load model|error loading model`),
