@@ -202,7 +202,7 @@ func TestDiffExitStatus(t *testing.T) {
 		{"bad format", []string{base, same, "--format", "html"}, 2, "", `unknown format "html"`},
 		{"bad join", []string{base, same, "--join", "name"}, 2, "", `--join "name": want id or label`},
 		{"bad flag", []string{base, same, "--fail"}, 2, "", "flag provided but not defined"},
-		{"missing folder", []string{base, "results/none"}, 2, "", "results/none: no manifest.json: not a result folder"},
+		{"missing folder", []string{base, "results/none"}, 2, "", "results/none: no such folder"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			stdout, stderr, code := runCmd(t, append([]string{"diff"}, tt.args...)...)

@@ -144,6 +144,11 @@ func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
+		if st, serr := os.Stat(dir); serr != nil && os.IsNotExist(serr) {
+			return nil, fmt.Errorf("%s: no such folder", dir)
+		} else if serr == nil && !st.IsDir() {
+			return nil, fmt.Errorf("%s: a file, not a result folder", dir)
+		}
 		if os.IsNotExist(err) {
 			return nil, fmt.Errorf("%s: no %s: not a result folder", dir, ManifestFile)
 		}

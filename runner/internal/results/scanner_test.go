@@ -142,4 +142,14 @@ func TestOpenRefusesUnknownVersion(t *testing.T) {
 	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), `unknown status "done"`) {
 		t.Errorf("Open with an unknown status: %v", err)
 	}
+	// A file given for a folder (a folder's requests.csv, say), and a path that does not exist,
+	// are named as what they are.
+	file := filepath.Join(dir, ManifestFile)
+	if _, err := Open(file); err == nil || err.Error() != file+": a file, not a result folder" {
+		t.Errorf("Open of a file: %v", err)
+	}
+	missing := filepath.Join(dir, "none")
+	if _, err := Open(missing); err == nil || err.Error() != missing+": no such folder" {
+		t.Errorf("Open of a missing path: %v", err)
+	}
 }
