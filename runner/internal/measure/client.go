@@ -210,12 +210,13 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	}
 
 	var (
-		events []record.Event
-		tally  openai.Tally
-		text   []byte
-		done   bool
-		doneAt time.Duration
-		failed bool
+		events    []record.Event
+		tally     openai.Tally
+		text      []byte
+		reasoning bool // the stream carried reasoning text, which is not answer text
+		done      bool
+		doneAt    time.Duration
+		failed    bool
 	)
 	sc := sse.NewScanner(resp.Body, sse.WithClock(c.now))
 	for sc.Scan() {
@@ -248,6 +249,7 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 			rec.FinishReason = ch.FinishReason
 		}
 		text = append(text, ch.Text...)
+		reasoning = reasoning || ch.Reasoning != ""
 		if ch.Done {
 			// A chunk and "data: [DONE]" without a blank line between them arrive as one
 			// event: the chunk was recorded above, and the stream ends here.
@@ -302,7 +304,7 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	}
 
 	c.countTokens(ctx, &rec, counts)
-	t := ComputeTiming(events, end, rec.OutputTokens)
+	t := ComputeTiming(events, end, answerTokens(rec.OutputTokens, counts, reasoning))
 	rec.TTFT, rec.LastText, rec.E2E = t.TTFT, t.LastText, t.E2E
 	rec.TPOTEvent, rec.TPOTToken, rec.TPOTTokenExact = t.TPOTEvent, t.TPOTToken, t.TPOTTokenExact
 	rec.ITLMedian, rec.ITLMax = t.ITLMedian, t.ITLMax
@@ -313,6 +315,21 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		rec.TTFT, rec.LastText, rec.E2E = nil, nil, nil
 	}
 	return rec, nil
+}
+
+// answerTokens returns the output token count that tpot_token's fallback, (output tokens − 1),
+// may divide by. A reasoning model's total counts its reasoning tokens too, which stream before
+// the answer and are no part of the span from the first to the last text event: when the usage
+// says how many there were, they are taken off; when it does not, there is no honest divisor
+// and tpot_token stays empty. With per-event counts the fallback is not used.
+func answerTokens(output *int, counts openai.Counts, reasoning bool) *int {
+	if !reasoning || output == nil {
+		return output
+	}
+	if counts.Usage != nil && counts.Usage.ReasoningTokens > 0 && counts.Usage.ReasoningTokens < *output {
+		return record.Int(*output - counts.Usage.ReasoningTokens)
+	}
+	return nil
 }
 
 // carriesChunk reports whether a decoded chunk holds anything besides [DONE].

@@ -586,3 +586,52 @@ func TestFailedKeepsCounts(t *testing.T) {
 		t.Errorf("a failed row carries metrics: %+v", rec)
 	}
 }
+
+// TestReasoningTokensFallback checks tpot_token's fallback divisor for a reasoning model whose
+// stream has no per-event counts: the usage total counts reasoning tokens, which are no part of
+// the answer's span, so they are taken off when the usage says how many; otherwise tpot_token
+// stays empty rather than dividing by a count that is not the answer's.
+func TestReasoningTokensFallback(t *testing.T) {
+	// Two reasoning chunks, then three answer chunks 0 ms apart as served in one write; the
+	// span is what it is, only the divisor matters here.
+	stream := func(usage string) string {
+		return "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning_content\":\"think\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\" more\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" b\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" c\"},\"finish_reason\":\"stop\"}]}\n\n" +
+			"data: {\"choices\":[],\"usage\":" + usage + "}\n\n" +
+			"data: [DONE]\n\n"
+	}
+	tests := []struct {
+		name, usage string
+		wantTPOT    bool
+		divisor     int
+	}{
+		{"reasoning tokens reported", `{"prompt_tokens":5,"completion_tokens":43,"total_tokens":48,"completion_tokens_details":{"reasoning_tokens":40}}`, true, 2},
+		{"reasoning tokens not reported", `{"prompt_tokens":5,"completion_tokens":43,"total_tokens":48}`, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := serveStream(t, stream(tt.usage))
+			c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+			rec, err := c.Do(context.Background(), spec(openai.Chat, 64))
+			if err != nil || rec.Status != record.StatusOK {
+				t.Fatalf("%v %s %s", err, rec.ErrorClass, rec.Error)
+			}
+			if rec.TextEvents != 3 || *rec.OutputTokens != 43 || rec.TokenSource != record.SourceUsage {
+				t.Fatalf("text events %d, output tokens %d from %q", rec.TextEvents, *rec.OutputTokens, rec.TokenSource)
+			}
+			if !tt.wantTPOT {
+				if rec.TPOTToken != nil {
+					t.Errorf("tpot_token %v, want empty", *rec.TPOTToken)
+				}
+				return
+			}
+			span := rec.EventList[4].SinceT0 - rec.EventList[2].SinceT0
+			if rec.TPOTToken == nil || *rec.TPOTToken != span/time.Duration(tt.divisor) || rec.TPOTTokenExact {
+				t.Errorf("tpot_token %v, want span %v / %d, not exact", rec.TPOTToken, span, tt.divisor)
+			}
+		})
+	}
+}
