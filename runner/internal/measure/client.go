@@ -298,6 +298,13 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 			failed = true
 		}
 	}
+	if !failed && (rec.FinishReason == "abort" || rec.FinishReason == "error") {
+		// vLLM ends a request it aborted (an engine error, a preempted or cancelled request)
+		// with finish_reason "abort", and some servers say "error": the stream is well formed,
+		// but what it measured is not a completed request.
+		rec = fail(record.ErrStreamError, fmt.Errorf("the server ended the request with finish_reason %q after %d events", rec.FinishReason, len(events)))
+		failed = true
+	}
 	// A failed request keeps its events and counts for diagnosis, but no metrics.
 	if failed {
 		return rec, nil

@@ -635,3 +635,23 @@ func TestReasoningTokensFallback(t *testing.T) {
 		})
 	}
 }
+
+// TestAbortedFinish checks that a stream the server ended with finish_reason abort is a failed
+// request, not a short measurement.
+func TestAbortedFinish(t *testing.T) {
+	ts := serveStream(t, "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"text\":\" b\"}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"abort\"}]}\n\n"+
+		"data: [DONE]\n\n")
+	c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+	rec, err := c.Do(context.Background(), spec(openai.Completions, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != record.StatusFailed || rec.ErrorClass != record.ErrStreamError || rec.TTFT != nil {
+		t.Fatalf("status %s class %q ttft %v: %s", rec.Status, rec.ErrorClass, rec.TTFT, rec.Error)
+	}
+	if rec.FinishReason != "abort" || rec.TextEvents != 2 {
+		t.Errorf("finish reason %q, text events %d; want them kept for diagnosis", rec.FinishReason, rec.TextEvents)
+	}
+}
