@@ -389,6 +389,12 @@ func TestRunServerCrash(t *testing.T) {
 			t.Errorf("row %s-%d: %s %q, want the server's exit", q.ConfigID, q.Seq, q.ErrorClass, q.Error)
 		}
 	}
+	// The user is told, not only the folder: that the server died, how, and its last words.
+	for _, want := range []string{"exited unexpectedly with status 1", "last ", "| "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
 }
 
 // TestRunEndpoint measures a server that is already running (engine: endpoint), in process.

@@ -241,7 +241,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 			return ctx.Err()
 		}
 		if exited(srv, 0) {
-			if err := failAll(o, g, pending[i:], record.ErrServer, "server exited: "+errString(srv.Err()), out); err != nil {
+			if err := serverExited(o, g, srv, pending[i:], out); err != nil {
 				return err
 			}
 			break
@@ -255,7 +255,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 					return ctx.Err()
 				}
 				if exited(srv, time.Second) {
-					if err := failAll(o, g, pending[i:], record.ErrServer, "server exited: "+errString(srv.Err()), out); err != nil {
+					if err := serverExited(o, g, srv, pending[i:], out); err != nil {
 						return err
 					}
 					break
@@ -340,6 +340,15 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 		BootStart:     bootStart.UTC(),
 		BootSeconds:   &boot,
 	}
+}
+
+// serverExited records the rest of a server's requests as failed because the server exited
+// while serving, and tells the user how it ended, with its hint and the end of its log.
+func serverExited(o Options, g group, srv *engine.Server, rest []measure.Job, out *Outcome) error {
+	why := errString(srv.Err())
+	o.Progress.note("server %s (%s) exited while serving; its %d remaining requests are recorded as failed:\n%s",
+		g.serverID, engineName(g.server.Engine), len(rest), why)
+	return failAll(o, g, rest, record.ErrServer, "server exited: "+why, out)
 }
 
 // failAll records every pending request as failed with the same reason.
