@@ -31,7 +31,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	root := fs.String("results", "results", "the folder that result folders are created in")
 	resume := fs.String("resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
 	dryRun := fs.Bool("dry-run", false, "check and plan the experiment, then stop without booting anything")
-	quiet := fs.Bool("quiet", false, "print no per-request progress")
+	quiet := fs.Bool("quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
 		return err
@@ -77,7 +77,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
 	}
 
-	var progress *orchestrate.Progress
+	progress := orchestrate.NewQuietProgress(stderr)
 	if !*quiet {
 		progress = orchestrate.NewProgress(stderr, isTerminal(stderr))
 	}

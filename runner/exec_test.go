@@ -362,6 +362,19 @@ func TestRunBootFailure(t *testing.T) {
 	if len(man.Servers) != 1 || man.Servers[0].Error == "" || man.Servers[0].BootSeconds != nil {
 		t.Errorf("servers: %+v", man.Servers)
 	}
+
+	// --quiet drops the progress, not the reason why the server did not boot.
+	code, stdout, stderr = runBinary(t, bin, file, "--results", filepath.Join(dir, "quiet"), "--quiet")
+	if code != 1 {
+		t.Fatalf("--quiet: exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "set server.dtype: half") {
+		t.Errorf("--quiet: stderr lacks the boot failure and its hint:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "booting") || strings.Contains(stderr, "requests to send") {
+		t.Errorf("--quiet: stderr shows progress:\n%s", stderr)
+	}
 }
 
 // TestRunServerCrash checks that a server that dies mid-stream fails the request in flight and

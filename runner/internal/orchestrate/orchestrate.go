@@ -166,7 +166,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		if serr := o.Sink.SetServer(info); serr != nil {
 			return serr
 		}
-		o.Progress.note("server %s (%s) failed to boot; its %d configs are recorded as failed:\n%v", g.serverID, g.server.Engine, len(g.configs), err)
+		o.Progress.problem("server %s (%s) failed to boot; its %d configs are recorded as failed:\n%v", g.serverID, g.server.Engine, len(g.configs), err)
 		return failAll(o, g, pending, record.ErrServer, "server failed to boot: "+err.Error(), out)
 	}
 	// However the run ends from here on (an error, an interrupt, a panic), the server stops.
@@ -179,7 +179,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		sctx, cancel := context.WithTimeout(context.Background(), o.StopTimeout)
 		defer cancel()
 		if err := srv.Stop(sctx); err != nil {
-			o.Progress.note("%v", err)
+			o.Progress.problem("%v", err)
 		}
 	}
 	defer stop()
@@ -218,7 +218,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 	reset := g.configs[0].Cache == "reset"
 	if reset && !srv.CanResetCache() {
 		msg := fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", g.server.Engine)
-		o.Progress.note("%s", msg)
+		o.Progress.problem("%s", msg)
 		err := failAll(o, g, pending, record.ErrServer, msg, out)
 		end()
 		return err
@@ -230,7 +230,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 			return ctx.Err()
 		}
 		msg := "prepare prompts: " + err.Error()
-		o.Progress.note("%s", msg)
+		o.Progress.problem("%s", msg)
 		err := failAll(o, g, pending, record.ErrServer, msg, out)
 		end()
 		return err
@@ -325,7 +325,7 @@ func finishServer(o Options, info results.ServerInfo, srv *engine.Server) {
 		info.Error = err.Error()
 	}
 	if err := o.Sink.SetServer(info); err != nil {
-		o.Progress.note("record server %s: %v", info.ServerID, err)
+		o.Progress.problem("record server %s: %v", info.ServerID, err)
 	}
 }
 
@@ -346,7 +346,7 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 // while serving, and tells the user how it ended, with its hint and the end of its log.
 func serverExited(o Options, g group, srv *engine.Server, rest []measure.Job, out *Outcome) error {
 	why := errString(srv.Err())
-	o.Progress.note("server %s (%s) exited while serving; its %d remaining requests are recorded as failed:\n%s",
+	o.Progress.problem("server %s (%s) exited while serving; its %d remaining requests are recorded as failed:\n%s",
 		g.serverID, engineName(g.server.Engine), len(rest), why)
 	return failAll(o, g, rest, record.ErrServer, "server exited: "+why, out)
 }

@@ -18,6 +18,7 @@ import (
 type Progress struct {
 	w        io.Writer
 	terminal bool
+	quiet    bool // report problems only
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -33,8 +34,27 @@ func NewProgress(w io.Writer, terminal bool) *Progress {
 	return &Progress{w: w, terminal: terminal, now: time.Now}
 }
 
-func (p *Progress) start(total, servers int) {
+// NewQuietProgress returns a Progress that reports only problems on w: a server that did not
+// boot or exited while serving, and requests that cannot be sent, each with its reason.
+func NewQuietProgress(w io.Writer) *Progress {
+	return &Progress{w: w, quiet: true, now: time.Now}
+}
+
+// off reports whether progress (as opposed to problems) goes unreported.
+func (p *Progress) off() bool { return p == nil || p.quiet }
+
+// problem prints a message about something that went wrong, even on a quiet Progress.
+func (p *Progress) problem(format string, args ...any) {
 	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.printf(format, args...)
+}
+
+func (p *Progress) start(total, servers int) {
+	if p.off() {
 		return
 	}
 	p.mu.Lock()
@@ -44,7 +64,7 @@ func (p *Progress) start(total, servers int) {
 }
 
 func (p *Progress) server(i int, srv experiment.Server, id string, configs int) {
-	if p == nil {
+	if p.off() {
 		return
 	}
 	what := "booting"
@@ -63,7 +83,7 @@ func engineName(e string) string {
 
 // note prints one message.
 func (p *Progress) note(format string, args ...any) {
-	if p == nil {
+	if p.off() {
 		return
 	}
 	p.mu.Lock()
@@ -82,7 +102,7 @@ func (p *Progress) printf(format string, args ...any) {
 }
 
 func (p *Progress) request(c experiment.Config, rec record.Request) {
-	if p == nil {
+	if p.off() {
 		return
 	}
 	p.mu.Lock()
@@ -107,7 +127,7 @@ func (p *Progress) request(c experiment.Config, rec record.Request) {
 
 // skip counts requests that were recorded without being sent.
 func (p *Progress) skip(n int) {
-	if p == nil {
+	if p.off() {
 		return
 	}
 	p.mu.Lock()
@@ -141,7 +161,7 @@ func (p *Progress) eta() string {
 }
 
 func (p *Progress) finish() {
-	if p == nil {
+	if p.off() {
 		return
 	}
 	p.mu.Lock()
@@ -155,7 +175,7 @@ func (p *Progress) finish() {
 
 // writer returns a writer whose lines are printed as notes, for the engine's boot progress.
 func (p *Progress) writer() io.Writer {
-	if p == nil {
+	if p.off() {
 		return nil
 	}
 	return lineWriter{p}
