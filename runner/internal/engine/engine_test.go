@@ -568,8 +568,9 @@ func TestServerOutlivesTheStartingThread(t *testing.T) {
 	}
 }
 
-// TestGuardWaitsWhileTheRunnerLives sends SIGTERM to the guard alone, as the kernel does when
-// the thread that started it exits: with the runner alive, the guard must not end the server.
+// TestGuardWaitsWhileTheRunnerLives sends the guard alone its parent-death signal, as the kernel
+// does when the thread that started it exits, and SIGTERM: with the runner alive, the guard
+// must not end the server.
 func TestGuardWaitsWhileTheRunnerLives(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, "vllm")
@@ -578,8 +579,10 @@ func TestGuardWaitsWhileTheRunnerLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _, _ := f.procs(t)
-	if err := syscall.Kill(s.PID(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	for _, sig := range []syscall.Signal{guardDeathSignal, syscall.SIGTERM} {
+		if err := syscall.Kill(s.PID(), sig); err != nil {
+			t.Fatal(err)
+		}
 	}
 	time.Sleep(700 * time.Millisecond) // longer than the guard's 500 ms check of its parent
 	if s.Exited() || !alive(pid) {
@@ -758,6 +761,47 @@ func TestNoServerOutlivesTheRunner(t *testing.T) {
 				t.Errorf("the server's scratch directory %s outlived the runner (mode %s)", e.Name(), c.mode)
 			}
 		})
+	}
+}
+
+// TestRunnerDiesAsTheGuardStarts ends the runner right after its guard process has started,
+// while the guard is still setting up (as when the runner dies of SIGPIPE printing its first
+// progress line): the guard must still remove the server's scratch directory.
+func TestRunnerDiesAsTheGuardStarts(t *testing.T) {
+	t.Parallel()
+	for i := 0; i < 5; i++ {
+		f := newFake(t, "my-server")
+		env, err := json.Marshal(f.env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(f.dir, "tmp")
+		if err := os.Mkdir(tmp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(self, "exit-at-start")
+		cmd.Env = append(os.Environ(), roleEnv+"=runner", "FAKE_READY="+filepath.Join(f.dir, "ready"), "FAKE_SERVER_ENV="+string(env), "TMPDIR="+tmp)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the runner: %v\n%s", err, out)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			left, err := os.ReadDir(tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: the server's scratch directory %s outlived the runner", i, left[0].Name())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 

@@ -204,6 +204,8 @@ func envDuration(name string) time.Duration {
 // deferred Stop ("panic-defer"), panics in another goroutine, where no deferred Stop runs
 // ("panic-goroutine"), exits without stopping the server ("exit"), or waits for SIGINT, which
 // cancels the context the server was started with, as the runner's main does ("interrupt").
+// With "exit-at-start" it exits on its first line of progress, printed right after the guard
+// process has started, as a runner whose stderr is a closed pipe dies of SIGPIPE.
 func fakeRunner(args []string) int {
 	ctx := context.Background()
 	if args[0] == "interrupt" {
@@ -217,7 +219,11 @@ func fakeRunner(args []string) int {
 		return 90
 	}
 	srv := experiment.Server{Engine: "command", Command: []string{"my-server", "--port", "{port}"}, ReadyPath: "/health", Env: env}
-	s, err := Start(ctx, srv, StartOptions{StopGrace: 500 * time.Millisecond, Log: os.Stderr})
+	opts := StartOptions{StopGrace: 500 * time.Millisecond, Log: os.Stderr}
+	if args[0] == "exit-at-start" {
+		opts.Progress = exitWriter{}
+	}
+	s, err := Start(ctx, srv, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake runner:", err)
 		return 91
@@ -246,6 +252,14 @@ func fakeRunner(args []string) int {
 		return 0
 	}
 	return 93
+}
+
+// exitWriter ends the process on its first write.
+type exitWriter struct{}
+
+func (exitWriter) Write([]byte) (int, error) {
+	os.Exit(0)
+	return 0, nil
 }
 
 // fake is a directory of stand-in executables for one test. Each records its argv, one

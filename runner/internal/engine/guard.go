@@ -17,10 +17,16 @@ import (
 // guard removes once it has ended the group of a runner that died.
 const guardEnv = "RUNNER_ENGINE_GUARD"
 
+// guardDeathSignal is the parent-death signal of the guard. Its default action is to do nothing,
+// unlike SIGTERM's: a runner that dies while the guard is still starting up (before it can
+// catch signals) must not kill the guard before it has removed the scratch directory, which it
+// does when it finds its parent gone.
+const guardDeathSignal = syscall.SIGWINCH
+
 // Why a guard: Linux's parent-death signal (Pdeathsig) reaches only the direct child of the
 // runner, but a server is a tree of processes (vLLM's engine core, sglang's scheduler, a shell
 // script's children). So Start does not run the server directly: it runs the runner's own
-// executable as a guard, in a new process group, with Pdeathsig SIGTERM. The guard runs the
+// executable as a guard, in a new process group, with a Pdeathsig. The guard runs the
 // server in that same group and waits for it. When the runner stops the server it signals the
 // whole group and the guard just waits for the server to exit. When the guard sees that the
 // runner is gone (a parent-death signal, or its parent pid changed), it ends the whole group:
@@ -57,14 +63,14 @@ func guardMain(spec string, args []string) int {
 		dir = f[2]
 	}
 	grace := time.Duration(graceMS) * time.Millisecond
+	// Listen first, so that no parent-death signal is missed between the check and the loop.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, guardDeathSignal, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if os.Getppid() != ppid {
 		removeScratch(dir)
 		return 1 // the runner died before the server could start
 	}
 	os.Unsetenv(guardEnv)
-
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
 	cmd := &exec.Cmd{Path: args[0], Args: args[1:], Stdout: os.Stdout, Stderr: os.Stderr}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -88,6 +94,12 @@ func guardMain(spec string, args []string) int {
 			if cmd.ProcessState == nil {
 				os.Stderr.WriteString("runner guard: cannot start " + args[0] + ": " + err.Error() + "\n")
 				return 127
+			}
+			if orphaned() {
+				// The server may have died because the runner did (a write to the log pipe
+				// the runner no longer reads), before the guard saw it: its children and the
+				// scratch directory are still the guard's to end.
+				return endGroup(grace, dir)
 			}
 			return exitCodeOf(cmd.ProcessState)
 		case <-sigs:

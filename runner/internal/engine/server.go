@@ -298,7 +298,7 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 	}
 	cmd.Env = append(env, guard)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: guardDeathSignal}
 	cmd.Cancel = func() error { s.terminate(); return nil }
 	cmd.WaitDelay = s.grace
 	s.cmd = cmd
