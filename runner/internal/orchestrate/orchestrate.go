@@ -154,6 +154,11 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 	})
 	if err != nil {
 		if ctx.Err() != nil {
+			// The boot was a boot all the same, and the folder keeps one row per boot.
+			if serr := o.Sink.SetServer(results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine,
+				Model: g.server.Model, BootStart: bootStart.UTC(), Error: "boot interrupted"}); serr != nil {
+				o.Progress.problem("record server %s: %v", g.serverID, serr)
+			}
 			return ctx.Err()
 		}
 		out.BootFailed++

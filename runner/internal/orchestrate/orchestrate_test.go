@@ -173,3 +173,31 @@ func TestRunInterrupted(t *testing.T) {
 		t.Fatalf("outcome %+v, err %v; want interrupted before sending", out, err)
 	}
 }
+
+// TestRunInterruptedDuringBoot stops a run while its server is not ready yet: the folder records
+// that boot, as it records every other, and no request.
+func TestRunInterruptedDuringBoot(t *testing.T) {
+	ts := httptest.NewServer(nil) // answers 404 to the readiness path: never ready
+	defer ts.Close()
+	e, cfgs := endpointExperiment(t, ts.URL, "keep", "sequential")
+	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	out, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Sink: f})
+	if err == nil || !out.Interrupted || out.Sent != 0 || out.BootFailed != 0 {
+		t.Fatalf("outcome %+v, err %v; want interrupted during boot", out, err)
+	}
+	if err := f.Close(results.StatusInterrupted); err != nil {
+		t.Fatal(err)
+	}
+	man, err := results.ReadManifest(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(man.Servers) != 1 || man.Servers[0].BootSeconds != nil || !strings.Contains(man.Servers[0].Error, "interrupted") {
+		t.Errorf("servers %+v, want the one boot, never ready, interrupted", man.Servers)
+	}
+}
