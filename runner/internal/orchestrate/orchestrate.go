@@ -241,6 +241,15 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		return err
 	}
 
+	if len(pending) < len(jobs) {
+		// A resumed folder already holds this server's first request and warm-ups, measured
+		// on the server of the earlier run. The new server is cold: warm it the same way
+		// before it is measured, without recording what it answers.
+		if err := rewarm(ctx, o, g, srv, client, prompts, jobs, pending, reset); err != nil {
+			return err
+		}
+	}
+
 	for i, j := range pending {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -303,6 +312,53 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		o.Progress.request(c, rec)
 	}
 	end()
+	return nil
+}
+
+// rewarm sends a resumed server what a fresh one gets before its measured requests: one
+// request after boot and each pending config's warm-up requests (those with measured requests
+// still to send). Their answers are not recorded: the folder already has these rows from the
+// earlier run. A failure here is left to the measured requests to show.
+func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client *measure.Client, prompts map[promptKey]string, jobs, pending []measure.Job, reset bool) error {
+	var warm []measure.Job
+	need := map[int]bool{}
+	for _, j := range pending {
+		if j.Phase == record.PhaseMeasure {
+			need[j.Config] = true
+		}
+	}
+	type key struct{ config, seq int }
+	isPending := map[key]bool{}
+	for _, p := range pending {
+		isPending[key{p.Config, p.Seq}] = true
+	}
+	for _, j := range jobs {
+		if isPending[key{j.Config, j.Seq}] || j.Phase == record.PhaseMeasure {
+			continue
+		}
+		if j.Phase == record.PhaseFirst || need[j.Config] {
+			warm = append(warm, j)
+		}
+	}
+	if len(warm) == 0 {
+		return nil
+	}
+	o.Progress.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", len(warm))
+	for _, j := range warm {
+		c := g.configs[j.Config]
+		if reset {
+			if err := srv.ResetCache(ctx); err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		rec, err := client.Do(ctx, measure.Spec{Params: params(c, srv.Model(), prompts), Timeout: c.Timeouts.Request})
+		if err != nil {
+			return err
+		}
+		if rec.ErrorClass == record.ErrCanceled {
+			return ctx.Err()
+		}
+	}
 	return nil
 }
 

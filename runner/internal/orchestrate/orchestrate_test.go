@@ -3,9 +3,11 @@ package orchestrate
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +52,13 @@ order:
 
 func startSim(t *testing.T, devMode bool) string {
 	t.Helper()
+	url, _ := startCountingSim(t, devMode)
+	return url
+}
+
+// startCountingSim starts the simulator and counts the streaming requests it receives.
+func startCountingSim(t *testing.T, devMode bool) (string, *atomic.Int64) {
+	t.Helper()
 	c := sim.DefaultConfig()
 	c.Model = "sim-model"
 	c.DevMode = devMode
@@ -58,9 +67,15 @@ func startSim(t *testing.T, devMode bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s)
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" || r.URL.Path == "/v1/chat/completions" {
+			n.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() { s.Close(); ts.Close() })
-	return ts.URL
+	return ts.URL, &n
 }
 
 func TestRunOrder(t *testing.T) {
@@ -105,9 +120,10 @@ func TestRunOrder(t *testing.T) {
 	}
 }
 
-// TestRunResumeSkipsDone checks that requests a folder already holds are not sent again.
+// TestRunResumeSkipsDone checks that requests a folder already holds are not sent again, and
+// that the new server is warmed as a fresh one would be before it is measured.
 func TestRunResumeSkipsDone(t *testing.T) {
-	url := startSim(t, false)
+	url, received := startCountingSim(t, false)
 	e, cfgs := endpointExperiment(t, url, "keep", "sequential")
 	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
 	if err != nil {
@@ -127,6 +143,11 @@ func TestRunResumeSkipsDone(t *testing.T) {
 	}
 	if out.Skipped != 3 || out.Sent != 6 {
 		t.Fatalf("outcome %+v, want 3 skipped and 6 sent", out)
+	}
+	// The folder held the first request and the first config's warm-up; the new server gets
+	// both again, unrecorded, before the first config's remaining repetitions.
+	if got := received.Load(); got != 6+2 {
+		t.Errorf("the server received %d streaming requests, want 6 recorded + 2 to warm it", got)
 	}
 	if f.Done().Len() != 9 {
 		t.Errorf("%d requests recorded, want 9", f.Done().Len())
