@@ -15,14 +15,19 @@ import (
 func main() {
 	ctx, stop := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) stops gracefully too, so that the folder is marked
+	// interrupted and can be resumed.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		// The first signal stops gracefully: the run abandons the request in flight (a resume
 		// sends it again), stops its server, and marks its folder interrupted. The second exits
 		// at once; the engine's guard process still stops the server when the runner is gone.
-		if sig := <-sigs; sig == os.Interrupt {
-			fmt.Fprintln(os.Stderr, "runner: interrupted; stopping (press Ctrl-C again to exit now)")
-		} else {
+		switch sig := <-sigs; sig {
+		case os.Interrupt:
+			fmt.Fprintln(os.Stderr, "\nrunner: interrupted; stopping (press Ctrl-C again to exit now)")
+		case syscall.SIGHUP:
+			fmt.Fprintln(os.Stderr, "\nrunner: the terminal hung up; stopping (a second signal exits now)")
+		default:
 			// Not a Ctrl-C: a CI job being cancelled, or, for runner sim, the runner stopping
 			// its server, whose log this is.
 			fmt.Fprintln(os.Stderr, "runner: received SIGTERM; stopping (a second signal exits now)")
