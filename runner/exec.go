@@ -93,7 +93,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		status = results.StatusFailed
 	}
 	if err := folder.Close(status); err != nil {
-		return errors.Join(runErr, fmt.Errorf("close %s: %w", folder.Dir(), err))
+		// The rows are on disk; only the summary or the manifest's last word is missing, and a
+		// folder whose writer is gone reads as interrupted, so a resume finishes it.
+		return errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s --resume %s",
+			folder.Dir(), err, file, folder.Dir()))
 	}
 
 	if status == results.StatusInterrupted {
