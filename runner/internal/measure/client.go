@@ -113,20 +113,31 @@ func (c *Client) Do(ctx context.Context, spec Spec) (record.Request, error) {
 	if err := ctx.Err(); err != nil {
 		return record.Request{}, err
 	}
+	c.mu.Lock()
+	opts := c.opts
+	if !c.set {
+		opts = spec.Params.Options
+	}
+	c.mu.Unlock()
+	start := opts
 	for attempt := 0; ; attempt++ {
-		opts := c.Options()
-		if !c.set {
-			opts = spec.Params.Options
-		}
 		rec, rejected := c.once(ctx, spec, opts)
-		if rejected == nil || attempt == maxDegrade {
+		if rejected == nil {
+			// Remember a dropped option only once a request without it got through: a server
+			// that rejects the request whatever it carries says nothing about the options.
+			if opts != start {
+				c.SetOptions(opts)
+			}
+			return rec, nil
+		}
+		if attempt == maxDegrade {
 			return rec, nil
 		}
 		next, drop := openai.Degrade(rejected.Status, rejected.Body, opts)
 		if drop == openai.DropNone {
 			return rec, nil
 		}
-		c.SetOptions(next)
+		opts = next
 	}
 }
 

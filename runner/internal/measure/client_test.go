@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -653,5 +654,32 @@ func TestAbortedFinish(t *testing.T) {
 	}
 	if rec.FinishReason != "abort" || rec.TextEvents != 2 {
 		t.Errorf("finish reason %q, text events %d; want them kept for diagnosis", rec.FinishReason, rec.TextEvents)
+	}
+}
+
+// TestDegradeNotRememberedWhenUseless checks that a server that rejects every request, whatever
+// options it carries, does not make the client drop options for later requests.
+func TestDegradeNotRememberedWhenUseless(t *testing.T) {
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"object":"error","message":"1 validation error: return_token_ids: extra inputs are not permitted; continuous_usage_stats: extra inputs are not permitted","type":"BadRequestError","code":400}`)
+	}))
+	defer ts.Close()
+	c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+	want := openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true}
+	c.SetOptions(want)
+	rec, err := c.Do(context.Background(), spec(openai.Completions, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ErrorClass != record.ErrHTTPStatus || n.Load() < 2 {
+		t.Fatalf("class %q after %d attempts, want http_status after retries", rec.ErrorClass, n.Load())
+	}
+	if got := c.Options(); got != want {
+		t.Errorf("options after a useless degradation: %+v, want %+v", got, want)
 	}
 }
