@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,24 +183,6 @@ func TestOllamaPreset(t *testing.T) {
 	}
 }
 
-// ollamaLog is a concurrency-safe buffer for a server log.
-type ollamaLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *ollamaLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *ollamaLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestOllamaServesTinyModel boots the real engine on a generated model, when an ollama binary
 // is available (see FindOllama; `make ollama` builds one). It checks that the preset registers
 // and preloads the model before Start returns, that a streamed completion runs to max_tokens
@@ -222,7 +202,7 @@ func TestOllamaServesTinyModel(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	log, progress := &ollamaLog{}, &ollamaLog{}
+	log, progress := &syncBuffer{}, &syncBuffer{}
 	s, err := Start(ctx, experiment.Server{Engine: "ollama", Model: model, ReadyTimeout: 2 * time.Minute},
 		StartOptions{Log: log, Progress: progress})
 	if err != nil {
