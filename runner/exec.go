@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/orchestrate"
@@ -76,6 +77,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
 	}
+
+	// A second Ctrl-C exits at once; the folder on disk must still say interrupted, not running.
+	unhook := hardExit.add(func() {
+		if err := folder.MarkInterrupted(2 * time.Second); err != nil {
+			fmt.Fprintf(stderr, "runner: %v\n", err)
+			return
+		}
+		fmt.Fprintf(stderr, "runner: %s is marked interrupted; resume with: runner %s --resume %s\n", folder.Dir(), file, folder.Dir())
+	})
+	defer unhook()
 
 	progress := orchestrate.NewQuietProgress(stderr)
 	if !*quiet {

@@ -332,6 +332,132 @@ func TestRunInterruptAndResume(t *testing.T) {
 	}
 }
 
+// TestRunSecondSignal checks the two ways a run can receive a second signal. Two SIGTERMs at
+// once (as GNU timeout delivers one, to the runner and to its process group) are one request to
+// stop: the run stops gracefully. A second Ctrl-C while the run is stopping a server that will
+// not stop exits at once. Either way the manifest on disk says interrupted, never running, the
+// folder resumes, and no server survives.
+func TestRunSecondSignal(t *testing.T) {
+	bin := buildRunner(t)
+	t.Run("two terms at once", func(t *testing.T) {
+		dir := t.TempDir()
+		marker := fmt.Sprintf("signal-model-%d", time.Now().UnixNano())
+		file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--decode-per-token", "15ms"`, 4))
+		root := filepath.Join(dir, "results")
+		log := interruptRun(t, bin, file, root, func(p *os.Process, line string) bool {
+			if strings.HasPrefix(line, "[3/") {
+				p.Signal(syscall.SIGTERM)
+				p.Signal(syscall.SIGTERM)
+				return true
+			}
+			return false
+		})
+		if strings.Contains(log, "exiting now") || !strings.Contains(log, "interrupted after") {
+			t.Errorf("two SIGTERMs at once did not stop the run gracefully:\n%s", log)
+		}
+		checkNoSurvivors(t, marker)
+		checkInterruptedAndResume(t, bin, file, onlyFolder(t, root, "e2e"), 11)
+	})
+	t.Run("second interrupt while stopping", func(t *testing.T) {
+		dir := t.TempDir()
+		marker := fmt.Sprintf("signal-model-%d", time.Now().UnixNano())
+		// A server whose shell ignores SIGTERM: stopping it takes the whole grace period.
+		script := fmt.Sprintf("trap '' TERM; %s sim --port {port} --model %s --decode-per-token 15ms & while :; do sleep 0.05; done", bin, marker)
+		file := writeExperiment(t, dir, "e2e", fmt.Sprintf(`
+version: 1
+name: e2e
+server:
+  engine: command
+  model: %s
+  command: [sh, -c, %q]
+  ready_path: /health
+request:
+  prompt: hello there
+  max_tokens: 8
+  ignore_eos: true
+warmup: 0
+repetitions: 6
+cache: keep
+`, marker, script))
+		root := filepath.Join(dir, "results")
+		sent := false
+		log := interruptRun(t, bin, file, root, func(p *os.Process, line string) bool {
+			switch {
+			case strings.HasPrefix(line, "[2/") && !sent:
+				p.Signal(syscall.SIGINT)
+				sent = true
+			case strings.Contains(line, "press Ctrl-C again"):
+				time.Sleep(300 * time.Millisecond) // the run is now stopping its server
+				p.Signal(syscall.SIGINT)
+				return true
+			}
+			return false
+		})
+		if !strings.Contains(log, "exiting now") || !strings.Contains(log, "marked interrupted") {
+			t.Errorf("a second Ctrl-C did not exit at once, marking the folder:\n%s", log)
+		}
+		// The guard stops the server once the runner is gone, within the grace period.
+		deadline := time.Now().Add(20 * time.Second)
+		for len(survivors(marker)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		checkNoSurvivors(t, marker)
+		checkInterruptedAndResume(t, bin, file, onlyFolder(t, root, "e2e"), 7)
+	})
+}
+
+// interruptRun runs the runner on file and calls act with each line it writes on stderr until
+// act returns true; it then waits for the runner, checks it exited 130, and returns stderr.
+func interruptRun(t *testing.T, bin, file, root string, act func(p *os.Process, line string) bool) string {
+	t.Helper()
+	cmd := exec.Command(bin, file, "--results", root)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	var log strings.Builder
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if act(cmd.Process, sc.Text()) {
+			break
+		}
+	}
+	rest, _ := io.ReadAll(stderr)
+	log.Write(rest)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, log.String())
+	}
+	return log.String()
+}
+
+// checkInterruptedAndResume checks that the manifest on disk says interrupted, then resumes the
+// folder and checks that it ends with want requests.
+func checkInterruptedAndResume(t *testing.T, bin, file, folder string, want int) {
+	t.Helper()
+	man, err := results.ReadManifest(folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Status != results.StatusInterrupted {
+		t.Errorf("manifest status %q, want interrupted", man.Status)
+	}
+	code, out, errout := runBinary(t, bin, file, "--resume", folder)
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errout)
+	}
+	if n := len(readRequests(t, folder)); n != want {
+		t.Errorf("%d requests after resume, want %d", n, want)
+	}
+}
+
 // TestRunBootFailure checks that a server that cannot boot fails its configs with the engine's
 // hint, leaves no process, and exits 1.
 func TestRunBootFailure(t *testing.T) {

@@ -127,7 +127,7 @@ func newPlan(e *experiment.Experiment, cfgs []experiment.Config) *plan {
 	server := map[string]int{}
 	for _, c := range cfgs {
 		pc := planConfig{Index: c.Index, ID: c.ID, ServerID: c.ServerID, Label: c.Label, Axes: []planAxis{},
-			Warmup: c.Warmup, Repetitions: c.Repetitions, Requests: c.Warmup + c.Repetitions}
+			Warmup: c.Warmup, Repetitions: c.Repetitions, Requests: experiment.AddSat(c.Warmup, c.Repetitions)}
 		for _, a := range c.Axes {
 			pc.Axes = append(pc.Axes, planAxis{Path: a.Path, Value: a.Value})
 			if !seenAxis[a.Path] {
@@ -147,14 +147,14 @@ func newPlan(e *experiment.Experiment, cfgs []experiment.Config) *plan {
 			}
 		}
 		p.Servers[i].Configs++
-		p.Totals.WarmupRequests += c.Warmup
-		p.Totals.MeasuredRequests += c.Repetitions
+		p.Totals.WarmupRequests = experiment.AddSat(p.Totals.WarmupRequests, c.Warmup)
+		p.Totals.MeasuredRequests = experiment.AddSat(p.Totals.MeasuredRequests, c.Repetitions)
 	}
 	p.Totals.Configs = len(p.Configs)
 	p.Totals.Servers = len(p.Servers)
 	// Each server's first request after it starts is an extra request, recorded in phase first.
 	p.Totals.FirstRequests = len(p.Servers)
-	p.Totals.Requests = p.Totals.FirstRequests + p.Totals.WarmupRequests + p.Totals.MeasuredRequests
+	p.Totals.Requests = experiment.Requests(cfgs)
 	return p
 }
 

@@ -6,13 +6,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
 )
 
-// MaxConfigs bounds the number of configs one experiment may expand to.
-const MaxConfigs = 10_000
+// Limits on the work one experiment file may ask for. They are far above any useful benchmark
+// (a million requests of a few seconds each is weeks of GPU time) and keep a typo such as
+// repetitions: 1000000000 from turning into a run that fills the disk, and every total below
+// them from overflowing.
+const (
+	MaxConfigs     = 10_000    // configs one experiment may expand to
+	MaxRepetitions = 100_000   // measured requests per config
+	MaxWarmup      = 10_000    // warm-up requests per config
+	MaxRequests    = 1_000_000 // requests per run, first requests and warm-ups included
+)
 
 // idLen is the number of hex characters of a config or server id.
 const idLen = 12
@@ -205,7 +214,48 @@ func (x *expander) expand() []Config {
 		seen[id] = len(cfgs)
 		cfgs = append(cfgs, c)
 	}
+	if n := Requests(cfgs); n > MaxRequests {
+		at := "repetitions"
+		if _, ok := x.e.pos[at]; !ok {
+			at = "matrix"
+		}
+		x.errorf(at, "the run would send %s requests (%d configs × (%d warm-up + %d repetitions), plus one first request per server boot); one run may send at most %d: lower repetitions or warmup, or split the matrix into several experiment files",
+			requestCount(n), len(cfgs), x.e.Warmup, x.e.Repetitions, MaxRequests)
+	}
 	return cfgs
+}
+
+// Requests returns the number of requests a run of cfgs sends: one first request per server
+// boot, then every config's warm-up and measured requests. It saturates at the largest int
+// instead of overflowing.
+func Requests(cfgs []Config) int {
+	total := 0
+	boots := map[string]bool{}
+	for _, c := range cfgs {
+		if !boots[c.ServerID] {
+			boots[c.ServerID] = true
+			total = AddSat(total, 1)
+		}
+		total = AddSat(total, AddSat(max(c.Warmup, 0), max(c.Repetitions, 0)))
+	}
+	return total
+}
+
+// AddSat adds two non-negative ints, saturating at the largest int, for totals that must not
+// overflow.
+func AddSat(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
+// requestCount writes a request total, saying "more than" when it saturated.
+func requestCount(n int) string {
+	if n == math.MaxInt {
+		return fmt.Sprintf("more than %d", math.MaxInt-1)
+	}
+	return fmt.Sprint(n)
 }
 
 // shorten keeps long values (literal prompts) readable in labels: one line, at most n runes.

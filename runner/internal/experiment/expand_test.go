@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -305,6 +306,23 @@ func BenchmarkParseExpand(b *testing.B) {
 		}
 		if _, err := e.Expand(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestRequestsSaturates(t *testing.T) {
+	tests := []struct {
+		cfgs []Config
+		want int
+	}{
+		{nil, 0},
+		{[]Config{{ServerID: "a", Warmup: 1, Repetitions: 2}, {ServerID: "a", Repetitions: 3}, {ServerID: "b", Repetitions: 1}}, 1 + 3 + 3 + 1 + 1},
+		{[]Config{{ServerID: "a", Warmup: math.MaxInt, Repetitions: math.MaxInt}}, math.MaxInt},
+		{[]Config{{ServerID: "a", Repetitions: math.MaxInt - 1}, {ServerID: "b", Repetitions: math.MaxInt - 1}}, math.MaxInt},
+	}
+	for _, tt := range tests {
+		if got := Requests(tt.cfgs); got != tt.want {
+			t.Errorf("Requests(%+v) = %d, want %d", tt.cfgs, got, tt.want)
 		}
 	}
 }

@@ -121,9 +121,9 @@ var fields = []*field{
 	{path: "request.seed", kind: kindInt, axis: true,
 		set: func(c *Config, v any) { i := v.(int); c.Request.Seed = &i }, isSet: func(c *Config) bool { return c.Request.Seed != nil }},
 
-	{path: "repetitions", kind: kindInt, hasMin: true, min: 1,
+	{path: "repetitions", kind: kindInt, hasMin: true, min: 1, hasMax: true, max: MaxRepetitions,
 		set: func(c *Config, v any) { c.Repetitions = v.(int) }, isSet: func(c *Config) bool { return c.Repetitions != 0 }},
-	{path: "warmup", kind: kindInt, hasMin: true, min: 0,
+	{path: "warmup", kind: kindInt, hasMin: true, min: 0, hasMax: true, max: MaxWarmup,
 		set: func(c *Config, v any) { c.Warmup = v.(int) }, isSet: func(c *Config) bool { return c.Warmup != 0 }},
 	{path: "cache", kind: kindString, enum: []string{"reset", "keep"}, axis: true,
 		set: func(c *Config, v any) { c.Cache = v.(string) }, isSet: func(c *Config) bool { return c.Cache != "" }},
@@ -192,8 +192,10 @@ func (f *field) normalize(v any) (any, string) {
 		default:
 			return nil, "must be an integer, not " + describeValue(v)
 		}
+		// The bounds compare as floats, which round integers beyond 2^53: check those by the
+		// integer's size and print the value as written.
 		if msg := f.bounds(float64(i)); msg != "" {
-			return nil, msg
+			return nil, strings.Replace(msg, strconv.FormatFloat(float64(i), 'f', -1, 64), strconv.Itoa(i), 1)
 		}
 		return i, ""
 	case kindNumber:

@@ -30,7 +30,7 @@ func TestSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
-			if got := render(Schedule(counts, tt.mode, 0)); got != tt.want {
+			if got := render(slices.Collect(Schedule(counts, tt.mode, 0))); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
@@ -39,9 +39,9 @@ func TestSchedule(t *testing.T) {
 
 func TestScheduleShuffled(t *testing.T) {
 	counts := []Counts{{Warmup: 1, Repetitions: 10}, {Warmup: 1, Repetitions: 10}, {Warmup: 1, Repetitions: 10}}
-	a := Schedule(counts, "shuffled", 7)
-	b := Schedule(counts, "shuffled", 7)
-	c := Schedule(counts, "shuffled", 8)
+	a := slices.Collect(Schedule(counts, "shuffled", 7))
+	b := slices.Collect(Schedule(counts, "shuffled", 7))
+	c := slices.Collect(Schedule(counts, "shuffled", 8))
 	if render(a) != render(b) {
 		t.Fatal("the same seed gave two orders")
 	}
@@ -49,7 +49,7 @@ func TestScheduleShuffled(t *testing.T) {
 		t.Fatal("two seeds gave the same order of 30 requests")
 	}
 	// The same multiset of requests as the sequential order, warm-ups first.
-	seqOrder := Schedule(counts, "sequential", 0)
+	seqOrder := slices.Collect(Schedule(counts, "sequential", 0))
 	key := func(js []Job) []string {
 		var s []string
 		for _, j := range js {
@@ -71,5 +71,72 @@ func TestScheduleShuffled(t *testing.T) {
 			t.Fatalf("config %d: seq %d, want %d", j.Config, j.Seq, next[j.Config])
 		}
 		next[j.Config]++
+	}
+}
+
+// TestScheduleShuffledIsPermutation checks, for sizes around the powers of two where the
+// permutation's domain changes, that every measured request comes exactly once.
+func TestScheduleShuffledIsPermutation(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4097} {
+		counts := []Counts{{Repetitions: n / 3}, {Repetitions: n - n/3 - n/4}, {Repetitions: n / 4}}
+		seen := map[[2]int]bool{}
+		measured := 0
+		for j := range Schedule(counts, "shuffled", int64(n)) {
+			if j.Phase != "measure" {
+				continue
+			}
+			k := [2]int{j.Config, j.Rep}
+			if seen[k] {
+				t.Fatalf("n=%d: c%d:measure%d twice", n, j.Config, j.Rep)
+			}
+			if j.Rep < 0 || j.Rep >= counts[j.Config].Repetitions {
+				t.Fatalf("n=%d: c%d:measure%d is outside its %d repetitions", n, j.Config, j.Rep, counts[j.Config].Repetitions)
+			}
+			seen[k] = true
+			measured++
+		}
+		if measured != n {
+			t.Errorf("n=%d: %d measured requests", n, measured)
+		}
+	}
+}
+
+// TestScheduleIsLazy checks that a schedule of a billion requests costs nothing until it is
+// consumed: taking its first jobs allocates no more than a small one does, in every mode.
+func TestScheduleIsLazy(t *testing.T) {
+	huge := []Counts{{Warmup: 1_000_000_000, Repetitions: 1_000_000_000}, {Repetitions: 1_000_000_000}}
+	for _, mode := range []string{"sequential", "interleaved", "shuffled"} {
+		allocs := testing.AllocsPerRun(5, func() {
+			n := 0
+			for range Schedule(huge, mode, 1) {
+				if n++; n == 100 {
+					break
+				}
+			}
+		})
+		if allocs > 10 {
+			t.Errorf("%s: taking 100 jobs of a billion made %.0f allocations", mode, allocs)
+		}
+	}
+	// Measured jobs of a huge shuffled schedule start at once too: skip the warm-ups.
+	n := 0
+	for j := range Schedule([]Counts{{Repetitions: 1 << 40}}, "shuffled", 3) {
+		if j.Phase == "measure" {
+			if n++; n == 1000 {
+				break
+			}
+		}
+	}
+	if n != 1000 {
+		t.Fatalf("got %d measured jobs", n)
+	}
+}
+
+func TestScheduleLength(t *testing.T) {
+	counts := []Counts{{Warmup: 2, Repetitions: 5}, {Warmup: 1, Repetitions: 4}}
+	for _, mode := range []string{"sequential", "interleaved", "shuffled"} {
+		if got, want := len(slices.Collect(Schedule(counts, mode, 9))), 1+2+5+1+4; got != want {
+			t.Errorf("%s: %d jobs, want %d", mode, got, want)
+		}
 	}
 }

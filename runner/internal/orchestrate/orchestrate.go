@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"time"
 
@@ -68,13 +69,17 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	total := 0
 	for _, g := range groups {
-		for _, j := range g.jobs(o.Experiment) {
-			if o.Done.Has(g.configs[j.Config].ID, j.Seq) {
-				out.Skipped++
-				continue
+		all := experiment.Requests(g.configs)
+		done := 0
+		if o.Done.Len() > 0 {
+			for j := range g.jobs(o.Experiment) {
+				if o.Done.Has(g.configs[j.Config].ID, j.Seq) {
+					done++
+				}
 			}
-			total++
 		}
+		out.Skipped += done
+		total = experiment.AddSat(total, all-done)
 	}
 	o.Progress.start(total, len(groups))
 
@@ -116,27 +121,46 @@ func groupByServer(configs []experiment.Config) []group {
 	return groups
 }
 
-// jobs returns the group's requests in the order they are sent.
-func (g group) jobs(exp *experiment.Experiment) []measure.Job {
+// counts returns how many warm-up and measured requests each of the group's configs gets.
+func (g group) counts() []measure.Counts {
 	counts := make([]measure.Counts, len(g.configs))
 	for i, c := range g.configs {
 		counts[i] = measure.Counts{Warmup: c.Warmup, Repetitions: c.Repetitions}
 	}
-	return measure.Schedule(counts, exp.Order.Mode, exp.Order.Seed)
+	return counts
+}
+
+// jobs returns the group's requests in the order they are sent, generated as they are consumed.
+func (g group) jobs(exp *experiment.Experiment) iter.Seq[measure.Job] {
+	return measure.Schedule(g.counts(), exp.Order.Mode, exp.Order.Seed)
+}
+
+// pending returns the group's requests that the folder does not hold yet, in the order they
+// are sent.
+func (g group) pending(o Options) iter.Seq[measure.Job] {
+	return func(yield func(measure.Job) bool) {
+		for j := range g.jobs(o.Experiment) {
+			if !o.Done.Has(g.configs[j.Config].ID, j.Seq) && !yield(j) {
+				return
+			}
+		}
+	}
 }
 
 // runServer boots one server, runs its configs' requests, and stops it.
 func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tiktoken, out *Outcome) error {
-	jobs := g.jobs(o.Experiment)
-	var pending []measure.Job
-	for _, j := range jobs {
-		if !o.Done.Has(g.configs[j.Config].ID, j.Seq) {
-			pending = append(pending, j)
+	all := experiment.Requests(g.configs)
+	npending := all
+	if o.Done.Len() > 0 {
+		npending = 0
+		for range g.pending(o) {
+			npending++
 		}
 	}
-	if len(pending) == 0 {
+	if npending == 0 {
 		return nil
 	}
+	pending := g.pending(o)
 	o.Progress.server(gi, g.server, g.serverID, len(g.configs))
 
 	logw, err := o.Sink.ServerLog(g.serverID)
@@ -172,7 +196,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 			return serr
 		}
 		o.Progress.problem("server %s (%s) failed to boot; its %d configs are recorded as failed:\n%v", g.serverID, g.server.Engine, len(g.configs), err)
-		return failAll(o, g, pending, record.ErrServer, "server failed to boot: "+err.Error(), out)
+		return failAll(ctx, o, g, pending, record.ErrServer, "server failed to boot: "+err.Error(), out)
 	}
 	// However the run ends from here on (an error, an interrupt, a panic), the server stops.
 	stopped := false
@@ -224,7 +248,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 	if reset && !srv.CanResetCache() {
 		msg := fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", g.server.Engine)
 		o.Progress.problem("%s", msg)
-		err := failAll(o, g, pending, record.ErrServer, msg, out)
+		err := failAll(ctx, o, g, pending, record.ErrServer, msg, out)
 		end()
 		return err
 	}
@@ -236,26 +260,46 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		}
 		msg := "prepare prompts: " + err.Error()
 		o.Progress.problem("%s", msg)
-		err := failAll(o, g, pending, record.ErrServer, msg, out)
+		err := failAll(ctx, o, g, pending, record.ErrServer, msg, out)
 		end()
 		return err
 	}
 
-	if len(pending) < len(jobs) {
+	if npending < all {
 		// A resumed folder already holds this server's first request and warm-ups, measured
 		// on the server of the earlier run. The new server is cold: warm it the same way
 		// before it is measured, without recording what it answers.
-		if err := rewarm(ctx, o, g, srv, client, prompts, jobs, pending, reset); err != nil {
+		if err := rewarm(ctx, o, g, srv, client, prompts, reset); err != nil {
 			return err
 		}
 	}
 
-	for i, j := range pending {
+	next, stopJobs := iter.Pull(pending)
+	defer stopJobs()
+	// from returns j and every job after it, for recording the rest as failed.
+	from := func(j measure.Job) iter.Seq[measure.Job] {
+		return func(yield func(measure.Job) bool) {
+			if !yield(j) {
+				return
+			}
+			for {
+				j, ok := next()
+				if !ok || !yield(j) {
+					return
+				}
+			}
+		}
+	}
+	for {
+		j, ok := next()
+		if !ok {
+			break
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if exited(srv, 0) {
-			if err := serverExited(o, g, srv, pending[i:], out); err != nil {
+			if err := serverExited(ctx, o, g, srv, from(j), out); err != nil {
 				return err
 			}
 			break
@@ -269,7 +313,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 					return ctx.Err()
 				}
 				if exited(srv, time.Second) {
-					if err := serverExited(o, g, srv, pending[i:], out); err != nil {
+					if err := serverExited(ctx, o, g, srv, from(j), out); err != nil {
 						return err
 					}
 					break
@@ -319,22 +363,20 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 // request after boot and each pending config's warm-up requests (those with measured requests
 // still to send). Their answers are not recorded: the folder already has these rows from the
 // earlier run. A failure here is left to the measured requests to show.
-func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client *measure.Client, prompts map[promptKey]string, jobs, pending []measure.Job, reset bool) error {
-	var warm []measure.Job
+func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client *measure.Client, prompts map[promptKey]string, reset bool) error {
+	var warm []measure.Job // at most the first request and the warm-ups: bounded by validation
 	need := map[int]bool{}
-	for _, j := range pending {
+	for j := range g.pending(o) {
 		if j.Phase == record.PhaseMeasure {
 			need[j.Config] = true
 		}
 	}
-	type key struct{ config, seq int }
-	isPending := map[key]bool{}
-	for _, p := range pending {
-		isPending[key{p.Config, p.Seq}] = true
-	}
-	for _, j := range jobs {
-		if isPending[key{j.Config, j.Seq}] || j.Phase == record.PhaseMeasure {
-			continue
+	for j := range g.jobs(o.Experiment) {
+		if j.Phase == record.PhaseMeasure {
+			break // warm-ups all come before the first measured request
+		}
+		if !o.Done.Has(g.configs[j.Config].ID, j.Seq) {
+			continue // pending: it is sent and recorded as itself
 		}
 		if j.Phase == record.PhaseFirst || need[j.Config] {
 			warm = append(warm, j)
@@ -345,6 +387,9 @@ func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client 
 	}
 	o.Progress.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", len(warm))
 	for _, j := range warm {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		c := g.configs[j.Config]
 		if reset {
 			if err := srv.ResetCache(ctx); err != nil && ctx.Err() != nil {
@@ -405,17 +450,23 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 
 // serverExited records the rest of a server's requests as failed because the server exited
 // while serving, and tells the user how it ended, with its hint and the end of its log.
-func serverExited(o Options, g group, srv *engine.Server, rest []measure.Job, out *Outcome) error {
+func serverExited(ctx context.Context, o Options, g group, srv *engine.Server, rest iter.Seq[measure.Job], out *Outcome) error {
 	why := errString(srv.Err())
-	o.Progress.problem("server %s (%s) exited while serving; its %d remaining requests are recorded as failed:\n%s",
-		g.serverID, engineName(g.server.Engine), len(rest), why)
-	return failAll(o, g, rest, record.ErrServer, "server exited: "+why, out)
+	o.Progress.problem("server %s (%s) exited while serving; its remaining requests are recorded as failed:\n%s",
+		g.serverID, engineName(g.server.Engine), why)
+	return failAll(ctx, o, g, rest, record.ErrServer, "server exited: "+why, out)
 }
 
-// failAll records every pending request as failed with the same reason.
-func failAll(o Options, g group, pending []measure.Job, class record.ErrorClass, msg string, out *Outcome) error {
+// failAll records every pending request as failed with the same reason. An interrupt stops it
+// between two rows; the rows not written are sent by a resume.
+func failAll(ctx context.Context, o Options, g group, pending iter.Seq[measure.Job], class record.ErrorClass, msg string, out *Outcome) error {
 	now := time.Now().UTC()
-	for _, j := range pending {
+	n := 0
+	defer func() { o.Progress.skip(n) }()
+	for j := range pending {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		c := g.configs[j.Config]
 		rec := record.Request{
 			ConfigID: c.ID, ServerID: c.ServerID, Seq: j.Seq, Phase: j.Phase, Rep: j.Rep,
@@ -430,8 +481,8 @@ func failAll(o Options, g group, pending []measure.Job, class record.ErrorClass,
 		}
 		out.Sent++
 		out.Failed++
+		n++
 	}
-	o.Progress.skip(len(pending))
 	return nil
 }
 

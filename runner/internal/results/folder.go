@@ -406,6 +406,29 @@ func (f *Folder) Close(status Status) error {
 	return nil
 }
 
+// MarkInterrupted records in the manifest that the run was interrupted, without finishing the
+// folder: no summary is written and the folder stays open. It is for a process about to exit
+// at once (a second Ctrl-C), so that the manifest on disk does not say running; the rows are
+// already on disk and --resume finishes the folder. It waits for the folder at most wait, so
+// that an exit is never held up by a write in progress, and does nothing on a closed folder.
+func (f *Folder) MarkInterrupted(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for !f.mu.TryLock() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("results: mark %s interrupted: the folder is busy", f.dir)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	m := f.man
+	end := time.Now().UTC()
+	m.End, m.Status = &end, StatusInterrupted
+	return writeManifest(f.dir, &m)
+}
+
 func (f *Folder) closeFiles() {
 	for _, file := range []**os.File{&f.requests, &f.events, &f.outputs, &f.errs} {
 		if *file != nil {

@@ -296,3 +296,49 @@ func TestCheckExperiment(t *testing.T) {
 		t.Errorf("an edited file: %v", err)
 	}
 }
+
+// TestMarkInterrupted checks that a process about to exit at once can mark its folder
+// interrupted on disk, that the folder can still be resumed, and that a busy folder does not
+// hold the exit up.
+func TestMarkInterrupted(t *testing.T) {
+	exp, configs := testExperiment()
+	f, err := Create(t.TempDir(), exp, configs, testRunInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Append(fakeRequest(configs[0], 0)); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	if err := f.MarkInterrupted(20 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Errorf("MarkInterrupted of a busy folder: %v", err)
+	}
+	f.mu.Unlock()
+	if err := f.MarkInterrupted(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	f.abandon() // the process exits
+	m, err := ReadManifest(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != StatusInterrupted || m.End == nil {
+		t.Errorf("manifest after MarkInterrupted: status %q, end %v; want interrupted with an end", m.Status, m.End)
+	}
+	g, done, err := Resume(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Len() != 1 {
+		t.Errorf("resume found %d requests, want 1", done.Len())
+	}
+	if err := g.Close(StatusComplete); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.MarkInterrupted(time.Second); err != nil {
+		t.Errorf("MarkInterrupted of a closed folder: %v", err)
+	}
+	if m, _ := ReadManifest(f.Dir()); m.Status != StatusComplete {
+		t.Errorf("a closed folder was marked %q", m.Status)
+	}
+}
