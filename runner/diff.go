@@ -37,11 +37,19 @@ metric's median grew by more than N%), -N% (shrank by more than N%), or ±N% / +
 bare N% is +N%. A rule fails when, for any config on both sides, the change is significant
 (p < alpha) AND the percent change of the median, (new - old) / old, is beyond the limit (a
 change of exactly N% passes). For durations larger is worse, so +N% is the usual rule; for
-token counts, whose change means the experiment changed, use ±N% if you gate them at all. A
-gated metric that cannot be tested (no values on a side, or too few to reach alpha) is reported
-as untestable and does not fail, unless --strict is given. --strict also fails on a difference
-in the environment, a config on one side only, and a significant change of output_tokens or
-text_events.
+token counts, whose change means the experiment changed, use ±N% if you gate them at all.
+
+A run that measured nothing cannot pass: a gated metric that has values in OLD and none in NEW
+(every request of the config failed: the server did not boot, or answered 500), or a config of
+OLD that NEW lacks, fails the gate. --allow-missing reports these and lets them pass. The rule
+failed:+N% gates the share of failed measured requests itself, in percentage points: it fails a
+config whose failed share grew by more than N points (2 of 10 failed, was 0 of 10: +20 points);
+a config of NEW without measured requests counts as all failed.
+
+A gated metric that cannot be tested for another reason (too few values to reach alpha, or no
+values in OLD) is reported as untestable and does not fail, unless --strict is given. --strict
+also fails on a difference in the environment, a config on one side only, and a significant
+change of output_tokens or text_events.
 
 Exit status: 0 when the gate passes (or has no rules), 1 when it fails (the report is still
 printed, the reasons at its end and on stderr), 2 on bad input: bad flags, a folder that is
@@ -63,13 +71,14 @@ func (f *failOnFlag) Set(s string) error {
 
 // cmdDiff compares two result folders and gates on regressions.
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const synopsis = "runner diff OLD_DIR NEW_DIR [--format text|markdown|csv|json] [--alpha 0.05] [--fail-on METRIC:+N%,...] [--strict] [--join id|label]"
+	const synopsis = "runner diff OLD_DIR NEW_DIR [--format text|markdown|csv|json] [--alpha 0.05] [--fail-on METRIC:+N%,...] [--strict] [--allow-missing] [--join id|label]"
 	fs := newFlagSet("diff", synopsis, diffDescription, stderr)
 	format := fs.String("format", "text", "output format: "+strings.Join(compare.Formats(), ", "))
 	alpha := fs.Float64("alpha", compare.DefaultAlpha, "significance level of the Mann-Whitney U test, in (0, 1)")
 	var failOn failOnFlag
 	fs.Var(&failOn, "fail-on", "gate rules METRIC:LIMIT, e.g. ttft:+10%,tpot_token:+5% (repeatable; see above)")
 	strict := fs.Bool("strict", false, "also fail on differing environments, one-sided configs, untestable gated metrics and changed token counts")
+	allowMissing := fs.Bool("allow-missing", false, "do not fail when a gated metric has no values in NEW (every request failed) or a config of OLD is missing from NEW")
 	join := fs.String("join", string(compare.ByID), "join configs by id or by label")
 	dirs, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
@@ -104,7 +113,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	rep, err := compare.Compare(sides[0], sides[1], compare.Options{Alpha: *alpha, Thresholds: thresholds,
-		Strict: *strict, JoinBy: compare.JoinBy(*join)})
+		Strict: *strict, AllowMissing: *allowMissing, JoinBy: compare.JoinBy(*join)})
 	if err != nil {
 		return &exitError{code: 2, msg: "runner: diff: " + err.Error()}
 	}

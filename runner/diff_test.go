@@ -27,6 +27,7 @@ type diffSide struct {
 	ttft          map[int]float64 // median TTFT in ms by max_tokens; 40 when absent
 	engineVersion string
 	seed          uint64
+	failed        int // how many of each config's measured requests failed
 }
 
 // writeDiffFolder writes the side as a result folder under root with the results writer, its
@@ -77,6 +78,11 @@ func writeDiffFolder(t *testing.T, root string, s diffSide) string {
 				TPOTEvent: ms(tpot), TPOTToken: ms(tpot), TPOTTokenExact: true, ITLMedian: ms(tpot),
 				Events: n + 2, TextEvents: n, OutputTokens: record.Int(n), TokenSource: record.SourceUsageCont,
 				TokensFromUsage: record.Int(n), MaxTokens: n, Cache: "reset"}
+			if phase == record.PhaseMeasure && seq <= s.failed {
+				q = record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Rep: seq - 1,
+					Start: q.Start, Status: record.StatusFailed, HTTPStatus: 500, ErrorClass: record.ErrHTTPStatus,
+					Error: "500 Internal Server Error", MaxTokens: n, Cache: "reset"}
+			}
 			if err := f.Append(q); err != nil {
 				t.Fatal(err)
 			}
@@ -173,6 +179,9 @@ func TestDiffExitStatus(t *testing.T) {
 	small := writeDiffFolder(t, root, diffSide{name: "small", maxTokens: []int{64}, reps: 3, engineVersion: "0.6.3", seed: 4,
 		ttft: map[int]float64{64: 80}})
 	newer := writeDiffFolder(t, root, diffSide{name: "newer", maxTokens: []int{64}, reps: 10, engineVersion: "0.7.0", seed: 5})
+	dead := writeDiffFolder(t, root, diffSide{name: "dead", maxTokens: []int{64}, reps: 10, engineVersion: "0.6.3", seed: 7, failed: 10})
+	flaky := writeDiffFolder(t, root, diffSide{name: "flaky", maxTokens: []int{64}, reps: 10, engineVersion: "0.6.3", seed: 8, failed: 3})
+	other := writeDiffFolder(t, root, diffSide{name: "other", maxTokens: []int{128}, reps: 10, engineVersion: "0.6.3", seed: 9})
 	t.Chdir(root)
 	for _, tt := range []struct {
 		name   string
@@ -191,6 +200,13 @@ func TestDiffExitStatus(t *testing.T) {
 		{"too few values", []string{smallBase, small, "--fail-on", "ttft:+10%"}, 0, "too few values to detect any change", ""},
 		{"too few values, strict", []string{smallBase, small, "--fail-on", "ttft:+10%", "--strict"}, 1, "cannot be tested", ""},
 		{"environment", []string{base, newer}, 0, "THE ENVIRONMENTS DIFFER", ""},
+		{"dead run", []string{base, dead, "--fail-on", "ttft:+10%"}, 1, "Gate: FAIL", "max_tokens=64 (cfg-64): no ttft_ms values in the new run, which the old run has (10 measured requests failed)"},
+		{"dead run, allowed missing", []string{base, dead, "--fail-on", "ttft:+10%", "--allow-missing"}, 0, "Gate: pass", ""},
+		{"dead run, failed rule", []string{base, dead, "--fail-on", "failed:+50%", "--allow-missing"}, 1, "Gate: FAIL", "10 of 10 measured requests failed, was 0 of 10 (+100 points) is beyond +50%"},
+		{"flaky run, failed rule", []string{base, flaky, "--fail-on", "failed:+20%"}, 1, "Gate: FAIL", "3 of 10 measured requests failed"},
+		{"flaky run, failed rule within", []string{base, flaky, "--fail-on", "failed:+30%"}, 0, "Gate: pass", ""},
+		{"vanished config", []string{base, other, "--fail-on", "ttft:+10%"}, 1, "Gate: FAIL", "config max_tokens=64 (cfg-64) is missing from the new run"},
+		{"vanished config, allowed missing", []string{base, other, "--fail-on", "ttft:+10%", "--allow-missing"}, 0, "Gate: pass", ""},
 		{"environment, strict", []string{base, newer, "--strict"}, 1, "engine_version  0.6.3  ->  0.7.0", "the environments differ: engine_version"},
 		{"join by label", []string{base, same, "--join", "label", "--format", "markdown"}, 0, "Configs are joined by label.", ""},
 		{"one folder", []string{base}, 2, "", "want two result folders, OLD and NEW, got 1"},

@@ -52,7 +52,12 @@ type Options struct {
 	// differ, a config is on one side only, a gated metric cannot be tested, or a token count
 	// changed significantly.
 	Strict bool
-	JoinBy JoinBy // ByID when empty
+	// AllowMissing keeps the gate from failing on what the new run lacks: a gated metric with
+	// values in the old run and none in the new one (every request failed, say), or a config
+	// of the old run that the new one does not have. Without it, either fails the gate, so that
+	// a dead run can never pass.
+	AllowMissing bool
+	JoinBy       JoinBy // ByID when empty
 }
 
 // Side is one result folder as a comparison reads it.
@@ -131,6 +136,7 @@ const (
 	GateOK         GateVerdict = "ok"         // tested and within its threshold
 	GateFail       GateVerdict = "fail"       // significantly beyond its threshold
 	GateUntestable GateVerdict = "untestable" // a side has no values, or too few to ever reach alpha
+	GateMissing    GateVerdict = "missing"    // values in the old run, none in the new one (or no such config)
 )
 
 // Sample describes one side of one metric of one config.
@@ -204,6 +210,7 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 	seen := map[string]bool{}
 	for _, t := range opt.Thresholds {
 		if m, err := ParseMetric(t.Metric); err != nil || m != t.Metric {
+			// ParseMetric accepts FailedMetric too.
 			return nil, fmt.Errorf("compare: threshold %s: %s is not a metric name", t, t.Metric)
 		}
 		if seen[t.Metric] {
@@ -230,6 +237,7 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 	for _, t := range opt.Thresholds {
 		thresholds[t.Metric] = t
 	}
+	var failures []string // the failed-rate rule's findings, one per config beyond it
 	for _, o := range oc.order {
 		n := nc.byKey[o.key]
 		if n == nil {
@@ -238,6 +246,11 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 			continue
 		}
 		rep.Rows = append(rep.Rows, configRows(o, n, opt.Alpha, thresholds)...)
+		if t, ok := thresholds[FailedMetric]; ok {
+			if why := failedRule(o, n, t); why != "" {
+				failures = append(failures, why)
+			}
+		}
 	}
 	for _, n := range nc.order {
 		if oc.byKey[n.key] == nil {
@@ -265,8 +278,46 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, "no config id is on both sides: a change to the experiment's fixed parts changes every id; "+
 			"join by label to compare such runs")
 	}
-	rep.Gate = evaluateGate(rep, opt)
+	rep.Gate = evaluateGate(rep, opt, failures)
 	return rep, nil
+}
+
+// failureRate returns the config's failed and measured requests and the failed share in
+// percent (NaN without measured requests).
+func (c *config) failureRate() (failed, measured int, pct float64) {
+	for _, r := range c.measured {
+		if r.Status != record.StatusOK {
+			failed++
+		}
+	}
+	measured = len(c.measured)
+	pct = math.NaN()
+	if measured > 0 {
+		pct = 100 * float64(failed) / float64(measured)
+	}
+	return failed, measured, pct
+}
+
+// failedRule applies a threshold on the failed-request rate to a config on both sides: the
+// rate is the share of measured requests that failed, and the threshold is in percentage
+// points of that share (failed:+5% fails when it grew by more than 5 points). A side without
+// measured requests counts as all failed on the new side and as no failures on the old one, so
+// that a new run that sent nothing fails and an old one that sent nothing does not excuse it.
+// It returns why the config fails the rule, or "".
+func failedRule(o, n *config, t Threshold) string {
+	of, om, op := o.failureRate()
+	nf, nm, np := n.failureRate()
+	if om == 0 {
+		op = 0
+	}
+	if nm == 0 {
+		np = 100
+	}
+	if !t.Exceeded(np - op) {
+		return ""
+	}
+	return fmt.Sprintf("%s failed: %d of %d measured requests failed, was %d of %d (%+.3g points) is beyond %s",
+		o.ref.Label, nf, nm, of, om, np-op, t.Limit())
 }
 
 // config is one config of one side and its measured requests.
@@ -380,14 +431,21 @@ func configRows(o, n *config, alpha float64, thresholds map[string]Threshold) []
 		}
 		row.Old = describe(ox, row.Old.Failed)
 		row.New = describe(nx, row.New.Failed)
-		if t, ok := thresholds[m.Name]; ok && row.Presence == Both {
+		t, gated := thresholds[m.Name]
+		if gated && row.Presence != NewOnly {
 			row.Threshold = t.Limit()
 		}
 		if row.Presence == Both {
 			compareSamples(&row, ox, nx, alpha)
-			if t, ok := thresholds[m.Name]; ok {
+			if gated {
 				row.Gate = gateRow(&row, t, alpha)
 			}
+		}
+		if gated && row.Presence != NewOnly && row.Old.N > 0 && row.New.N == 0 {
+			// The baseline had values and the new run has none: the new run failed, or lost
+			// the config. That is not a comparison that could not be made; it is a run that did
+			// not measure what it had to.
+			row.Gate = GateMissing
 		}
 		rows = append(rows, row)
 	}
@@ -481,8 +539,20 @@ func gateRow(row *Row, t Threshold, alpha float64) GateVerdict {
 	}
 }
 
-func evaluateGate(rep *Report, opt Options) Gate {
+func evaluateGate(rep *Report, opt Options, failures []string) Gate {
 	g := Gate{Thresholds: append([]Threshold(nil), opt.Thresholds...), Strict: opt.Strict}
+	// The missing metrics of a config make one reason, not one per metric.
+	var missingOrder []*Row
+	missing := map[string][]string{}
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		if r.Gate == GateMissing && !opt.AllowMissing {
+			if missing[r.ConfigID] == nil {
+				missingOrder = append(missingOrder, r)
+			}
+			missing[r.ConfigID] = append(missing[r.ConfigID], r.Metric)
+		}
+	}
 	for _, r := range rep.Rows {
 		switch {
 		case r.Gate == GateFail:
@@ -493,12 +563,23 @@ func evaluateGate(rep *Report, opt Options) Gate {
 			g.Reasons = append(g.Reasons, fmt.Sprintf("%s %s: changed significantly (%s)", r.Label, r.Metric, pct(r.ChangePct)))
 		}
 	}
+	for _, r := range missingOrder {
+		if r.Presence == OldOnly {
+			g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is missing from the new run", r.Label, r.ConfigID))
+			continue
+		}
+		g.Reasons = append(g.Reasons, fmt.Sprintf("%s (%s): no %s values in the new run, which the old run has (%s failed)",
+			r.Label, r.ConfigID, joinAnd(missing[r.ConfigID]), plural(r.New.Failed, "measured request")))
+	}
+	g.Reasons = append(g.Reasons, failures...)
 	if opt.Strict {
 		if d := DifferingEnv(rep.Env); len(d) > 0 {
 			g.Reasons = append(g.Reasons, "the environments differ: "+joinNames(d))
 		}
 		for _, c := range rep.OnlyOld {
-			g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is only in the old folder", c.Label, c.ID))
+			if len(missing[c.ID]) == 0 {
+				g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is only in the old folder", c.Label, c.ID))
+			}
 		}
 		for _, c := range rep.OnlyNew {
 			g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is only in the new folder", c.Label, c.ID))
@@ -557,4 +638,13 @@ func joinAnd(xs []string) string {
 		s += ", " + x
 	}
 	return s + " and " + xs[len(xs)-1]
+}
+
+// plural writes n and noun, with an s when n is not 1: "1 measured request", "8 measured
+// requests".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -129,15 +129,27 @@ func TestCompareConfigsOnOneSide(t *testing.T) {
 		if r.Label != want.label || r.Presence != want.presence {
 			t.Errorf("row %d: %s %s, want %s %s", i*nm, r.Label, r.Presence, want.label, want.presence)
 		}
-		if want.presence != Both && (r.Verdict != Untested || r.Gate != GateNone || !math.IsNaN(r.P)) {
-			t.Errorf("one-sided row %s: verdict %s, gate %q, p %v", r.Label, r.Verdict, r.Gate, r.P)
+		if want.presence != Both && (r.Verdict != Untested || !math.IsNaN(r.P)) {
+			t.Errorf("one-sided row %s: verdict %s, p %v", r.Label, r.Verdict, r.P)
 		}
 	}
-	if r := row(t, rep, "a", "ttft_ms"); r.Old.N != 8 || r.New.N != 0 || !math.IsNaN(r.New.Median) {
-		t.Errorf("old-only row samples %+v / %+v", r.Old, r.New)
+	// A config the new run lost fails a gate on its metrics; one it gained cannot.
+	if r := row(t, rep, "a", "ttft_ms"); r.Old.N != 8 || r.New.N != 0 || !math.IsNaN(r.New.Median) || r.Gate != GateMissing {
+		t.Errorf("old-only row: gate %q, samples %+v / %+v", r.Gate, r.Old, r.New)
 	}
-	if rep.Gate.Result != GatePassed {
-		t.Errorf("gate %s without --strict, want pass", rep.Gate.Result)
+	if r := row(t, rep, "a", "e2e_ms"); r.Gate != GateNone {
+		t.Errorf("old-only row of an ungated metric: gate %q", r.Gate)
+	}
+	if r := row(t, rep, "c", "ttft_ms"); r.Gate != GateNone {
+		t.Errorf("new-only row: gate %q", r.Gate)
+	}
+	if !rep.Gate.Failed() || len(rep.Gate.Reasons) != 1 ||
+		rep.Gate.Reasons[0] != "config a (id-a) is missing from the new run" {
+		t.Errorf("gate %s %q, want a fail for config a only", rep.Gate.Result, rep.Gate.Reasons)
+	}
+	allow := mustCompare(t, old, nw, Options{Thresholds: mustThresholds(t, "ttft:+10%"), AllowMissing: true})
+	if allow.Gate.Result != GatePassed {
+		t.Errorf("gate %s %q with AllowMissing, want pass", allow.Gate.Result, allow.Gate.Reasons)
 	}
 	strict := mustCompare(t, old, nw, Options{Strict: true})
 	if !strict.Gate.Failed() || len(strict.Gate.Reasons) != 2 ||
@@ -301,7 +313,7 @@ func TestCompareFailedRequests(t *testing.T) {
 		sideSpec{configs: configs, env: baseEnv, seed: 2, dists: map[string]dist{"a": broken}}.memory(),
 		Options{Thresholds: mustThresholds(t, "ttft:+10%")})
 	r := row(t, rep, "a", "ttft_ms")
-	if r.New.N != 0 || r.New.Failed != 8 || r.Verdict != Untested || r.Gate != GateUntestable {
+	if r.New.N != 0 || r.New.Failed != 8 || r.Verdict != Untested || r.Gate != GateMissing {
 		t.Errorf("row %+v", r)
 	}
 	if !hasWarning(r.Warnings, "failed requests: old 0, new 8") || !hasWarning(r.Warnings, "no values on the new side") {
@@ -309,6 +321,49 @@ func TestCompareFailedRequests(t *testing.T) {
 	}
 	if rep.New.Failed != 8 || rep.New.Measured != 8 {
 		t.Errorf("new folder %+v", rep.New)
+	}
+	// A dead run never passes a gate.
+	if !rep.Gate.Failed() || len(rep.Gate.Reasons) != 1 ||
+		rep.Gate.Reasons[0] != "a (id-a): no ttft_ms values in the new run, which the old run has (8 measured requests failed)" {
+		t.Errorf("gate %s %q, want a fail", rep.Gate.Result, rep.Gate.Reasons)
+	}
+}
+
+// TestCompareFailedRule checks the gate's rule on the share of failed requests, in
+// percentage points, and that AllowMissing lets a dead run pass only the other rules.
+func TestCompareFailedRule(t *testing.T) {
+	configs := testConfigs(10, "a")
+	side := func(seed uint64, fail int) *Side {
+		d := baseDist
+		d.fail = fail
+		return sideSpec{configs: configs, env: baseEnv, seed: seed, dists: map[string]dist{"a": d}}.memory()
+	}
+	tests := []struct {
+		name          string
+		oldF, newF    int
+		rules         string
+		allowMissing  bool
+		fail          bool
+		reasonContain string
+	}{
+		{"no change", 1, 1, "failed:+0%", false, false, ""},
+		{"one more failure within 10 points", 1, 2, "failed:+10%", false, false, ""},
+		{"two more failures beyond 10 points", 1, 3, "failed:+10%", false, true, "a failed: 3 of 10 measured requests failed, was 1 of 10 (+20 points) is beyond +10%"},
+		{"fewer failures", 3, 0, "failed:+0%", false, false, ""},
+		{"fewer failures, either way", 3, 0, "failed:±10%", false, true, "(-30 points) is beyond ±10%"},
+		{"all failed, metric gate allowed missing", 0, 10, "ttft:+10%,failed:+50%", true, true, "10 of 10 measured requests failed"},
+		{"all failed, only the metric gate, allowed missing", 0, 10, "ttft:+10%", true, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := mustCompare(t, side(1, tt.oldF), side(2, tt.newF), Options{Thresholds: mustThresholds(t, tt.rules), AllowMissing: tt.allowMissing})
+			if rep.Gate.Failed() != tt.fail {
+				t.Fatalf("gate %s %q, want failed=%v", rep.Gate.Result, rep.Gate.Reasons, tt.fail)
+			}
+			if tt.fail && !hasWarning(rep.Gate.Reasons, tt.reasonContain) {
+				t.Errorf("reasons %q, want one containing %q", rep.Gate.Reasons, tt.reasonContain)
+			}
+		})
 	}
 }
 

@@ -187,7 +187,7 @@ func parseCSVRow(rec []string) (Row, error) {
 	row.Significant = oneOf(19, "true", "false") == "true"
 	row.Verdict = Verdict(oneOf(20, string(Same), string(Worse), string(Better), string(Changed), string(Untested)))
 	row.Threshold = field(21)
-	row.Gate = GateVerdict(oneOf(22, string(GateNone), string(GateOK), string(GateFail), string(GateUntestable)))
+	row.Gate = GateVerdict(oneOf(22, string(GateNone), string(GateOK), string(GateFail), string(GateUntestable), string(GateMissing)))
 	if err != nil {
 		return Row{}, err
 	}

@@ -64,10 +64,18 @@ func MetricNames() [][]string {
 	return out
 }
 
+// FailedMetric names the gate's rule on failed requests: failed:+N% fails a config whose share
+// of failed measured requests grew by more than N percentage points. It is not a results
+// metric: it has no rows of its own, only gate reasons.
+const FailedMetric = "failed"
+
 // ParseMetric returns the results metric name that name stands for: ttft and ttft_ms both
-// give ttft_ms. Case does not matter.
+// give ttft_ms; failed gives FailedMetric. Case does not matter.
 func ParseMetric(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
+	if key == FailedMetric {
+		return FailedMetric, nil
+	}
 	var all []string
 	for _, names := range MetricNames() {
 		for _, n := range names {
@@ -77,6 +85,7 @@ func ParseMetric(name string) (string, error) {
 		}
 		all = append(all, names[len(names)-1])
 	}
+	all = append(all, FailedMetric)
 	return "", fmt.Errorf("unknown metric %q (want one of %s)", name, strings.Join(all, ", "))
 }
 
