@@ -318,7 +318,7 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 			rec = fail(record.ErrNotStream, notStreamJSON(resp, head.buf))
 			failed = true
 		case errors.Is(err, sse.ErrTooLarge):
-			rec = fail(record.ErrTooLarge, fmt.Errorf("read stream after %d events: a line or event is larger than the %s limit: %w", len(events), openai.FormatSize(openai.MaxEvent), err))
+			rec = fail(record.ErrEventTooLarge, fmt.Errorf("read stream after %d events: a line or event is larger than the %s limit: %w", len(events), openai.FormatSize(openai.MaxEvent), err))
 			failed = true
 		case err != nil:
 			rec = fail(classifyErr(ctx, reqCtx, err, record.ErrTruncated), fmt.Errorf("read stream after %d events: %w", len(events), err))

@@ -208,10 +208,10 @@ func TestEventLimit(t *testing.T) {
 		unit   string // then written forever; "" ends the body after prefix
 		want   record.ErrorClass
 	}{
-		{"endless line", "data: {\"choices\":[{\"index\":0,\"text\":\"", "x", record.ErrTooLarge},
+		{"endless line", "data: {\"choices\":[{\"index\":0,\"text\":\"", "x", record.ErrEventTooLarge},
 		// Lines of data that never end the event: the data held is what is capped, so the
 		// lines are long enough that the bytes read track it.
-		{"endless event", "", "data: " + strings.Repeat("x", 4090) + "\n", record.ErrTooLarge},
+		{"endless event", "", "data: " + strings.Repeat("x", 4090) + "\n", record.ErrEventTooLarge},
 		{"3 MiB event", big + okStream, "", record.ErrNone},
 	}
 	for _, tt := range tests {
