@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/openai"
 )
 
 // Preset turns a server config into a Launch for one engine. It starts nothing: Start calls it
@@ -137,7 +138,8 @@ func (h *Hook) Run(ctx context.Context, argv ...string) error {
 	return nil
 }
 
-// Get sends GET path to the server and returns the body of a 2xx answer.
+// Get sends GET path to the server and returns the body of a 2xx answer. A body over
+// openai.MaxJSONBody is an error naming that limit; a redirect is not followed.
 func (h *Hook) Get(ctx context.Context, path string) ([]byte, error) {
 	return h.do(ctx, http.MethodGet, path, nil)
 }
@@ -172,14 +174,27 @@ func (h *Hook) do(ctx context.Context, method, path string, body io.Reader) ([]b
 		return nil, fmt.Errorf("%s: %s %s: %w", h.Engine, method, path, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if resp.StatusCode/100 != 2 {
+		// Only the start of a failed answer is read, for the message.
+		b, _ := openai.ReadBody(resp.Body, openai.MaxErrorBody, "")
+		if loc := openai.Location(resp); resp.StatusCode/100 == 3 {
+			return b, fmt.Errorf("%s: %s %s: %s, a redirect to %s, which the runner does not follow", h.Engine, method, path, resp.Status, orNone(loc))
+		}
+		return b, fmt.Errorf("%s: %s %s: %s: %s", h.Engine, method, path, resp.Status, excerpt(b, 200))
+	}
+	b, err := openai.ReadBody(resp.Body, openai.MaxJSONBody, fmt.Sprintf("the %s %s answer", method, path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s %s: read body: %w", h.Engine, method, path, err)
 	}
-	if resp.StatusCode/100 != 2 {
-		return b, fmt.Errorf("%s: %s %s: %s: %s", h.Engine, method, path, resp.Status, excerpt(b, 200))
-	}
 	return b, nil
+}
+
+// orNone names a missing redirect target.
+func orNone(loc string) string {
+	if loc == "" {
+		return "nowhere (no Location header)"
+	}
+	return loc
 }
 
 var (

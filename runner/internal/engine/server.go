@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/openai"
 )
 
 // Defaults for the settings of StartOptions and experiment.Server left at zero.
@@ -228,7 +229,9 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		timeout:  orDefault(srv.ReadyTimeout, DefaultReadyTimeout),
 		model:    srv.Model,
 		done:     make(chan struct{}),
-		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: false}},
+		// Redirects are not followed: a readiness probe that followed one to a login page
+		// would call ready a server that is not, and a measured request would time two.
+		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: false}, CheckRedirect: openai.NoRedirect},
 	}
 	extra := mergeEnv(nil, l.Env, srv.Env)
 	s.red = newRedactor(append(append(append(l.Secrets, l.APIKey), envSecrets(l.Env)...),
@@ -504,7 +507,7 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 		// A request near the deadline still gets a moment, so that the last answer says
 		// something about the server rather than about the clock.
 		timeout := min(5*time.Second, max(time.Until(deadline), 500*time.Millisecond))
-		status, err := s.get(ctx, url, timeout)
+		status, location, err := s.get(ctx, url, timeout)
 		if err == nil && status == http.StatusOK {
 			return nil
 		}
@@ -520,6 +523,12 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 			return &bootFailure{
 				reason: fmt.Sprintf("GET %s answered %d %s", path, status, http.StatusText(status)),
 				hint:   "the server refused the runner's credentials: check the key in the variable server.api_key_env names",
+			}
+		case status/100 == 3:
+			// A redirect does not go away by waiting, and the runner follows none.
+			return &bootFailure{
+				reason: fmt.Sprintf("GET %s answered %d %s, a redirect to %s", path, status, http.StatusText(status), orNone(location)),
+				hint:   "the runner follows no redirects (they would add a hop to every measured request): point server.url at the address the server answers on",
 			}
 		default:
 			last, refused = fmt.Sprintf("answered %d %s", status, http.StatusText(status)), false
@@ -566,7 +575,10 @@ func (s *Server) exited() <-chan struct{} {
 	return s.done
 }
 
-func (s *Server) get(ctx context.Context, url string, timeout time.Duration) (int, error) {
+// get sends one readiness request and returns its status and, for a redirect, where it points
+// (see openai.Location). The body is read (up to 1 MiB) only so that the connection can be
+// reused.
+func (s *Server) get(ctx context.Context, url string, timeout time.Duration) (int, string, error) {
 	if timeout <= 0 {
 		timeout = time.Millisecond
 	}
@@ -574,18 +586,18 @@ func (s *Server) get(ctx context.Context, url string, timeout time.Duration) (in
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if s.launch.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+s.launch.APIKey)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, openai.Location(resp), nil
 }
 
 // describeGetError shortens a failed readiness request to what matters.

@@ -43,8 +43,9 @@ type Client struct {
 }
 
 // NewHTTP returns an HTTP client suited to measuring: no overall timeout (each request carries
-// its own deadline), keep-alive connections so that steady-state requests reuse one, and no
-// transparent compression, which would delay bytes.
+// its own deadline), keep-alive connections so that steady-state requests reuse one, no
+// transparent compression, which would delay bytes, and no redirects followed, which would
+// time two requests as one (a redirect is a failed request of class redirect).
 func NewHTTP() *http.Client {
 	tr := &http.Transport{
 		Proxy:               nil, // a measured server is reached directly, never through a proxy
@@ -54,7 +55,7 @@ func NewHTTP() *http.Client {
 		ForceAttemptHTTP2:   false,
 		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr, CheckRedirect: openai.NoRedirect}
 }
 
 // Spec is one request to send.
@@ -217,7 +218,15 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		if errors.As(err, &he) && (he.Status == http.StatusBadRequest || he.Status == http.StatusUnprocessableEntity) {
 			return fail(record.ErrHTTPStatus, err), he
 		}
+		if he != nil && he.Redirect() {
+			return fail(record.ErrRedirect, err), nil
+		}
 		return fail(record.ErrHTTPStatus, err), nil
+	}
+	if class, err := checkStream(resp); err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		return fail(class, err), nil
 	}
 
 	var (
@@ -229,7 +238,8 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		doneAt    time.Duration
 		failed    bool
 	)
-	sc := sse.NewScanner(resp.Body, sse.WithClock(c.now))
+	head := &headReader{r: resp.Body}
+	sc := sse.NewScanner(head, sse.WithClock(c.now), sse.WithMaxSize(openai.MaxEvent))
 	for sc.Scan() {
 		ev := sc.Event()
 		since := ev.At.Sub(t0)
@@ -301,11 +311,20 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	rec.PromptTokensReported = counts.PromptTokens
 
 	if !failed {
-		if err := sc.Err(); err != nil {
+		switch err := sc.Err(); {
+		case !done && len(events) == 0 && head.json() && ctx.Err() == nil:
+			// A body that starts like JSON is no stream, whatever its Content-Type said and
+			// however the reader gave up on it.
+			rec = fail(record.ErrNotStream, notStreamJSON(resp, head.buf))
+			failed = true
+		case errors.Is(err, sse.ErrTooLarge):
+			rec = fail(record.ErrEventTooLarge, fmt.Errorf("read stream after %d events: a line or event is larger than the %s limit: %w", len(events), openai.FormatSize(openai.MaxEvent), err))
+			failed = true
+		case err != nil:
 			rec = fail(classifyErr(ctx, reqCtx, err, record.ErrTruncated), fmt.Errorf("read stream after %d events: %w", len(events), err))
 			failed = true
-		} else if !done {
-			rec = fail(record.ErrTruncated, fmt.Errorf("stream ended after %d events without [DONE]", len(events)))
+		case !done:
+			rec = fail(record.ErrTruncated, fmt.Errorf("stream ended after %d events without [DONE]%s", len(events), head.note(len(events), resp.Header.Get("Content-Type"))))
 			failed = true
 		}
 	}

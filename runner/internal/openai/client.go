@@ -10,15 +10,13 @@ import (
 	"strings"
 )
 
-// maxResponse caps how much of a side endpoint's response is read.
-const maxResponse = 32 << 20
-
 // Client calls an OpenAI-compatible server's side endpoints and prepares streaming requests.
 // Its methods are safe for concurrent use.
 type Client struct {
 	// BaseURL is the server's root, e.g. "http://127.0.0.1:8000"; a trailing slash is ignored.
 	BaseURL string
-	// HTTP sends the requests; nil means http.DefaultClient.
+	// HTTP sends the requests; nil means a client like http.DefaultClient that follows no
+	// redirects (see NoRedirect).
 	HTTP *http.Client
 	// APIKey, when set, is sent as "Authorization: Bearer <key>".
 	APIKey string
@@ -28,12 +26,24 @@ type Client struct {
 type HTTPError struct {
 	Method, URL string // the request; empty when the response carried none
 	Status      int    // the HTTP status code
-	Body        []byte // the start of the response body
+	Body        []byte // the start of the response body, at most MaxErrorBody bytes
+	// Location is where a redirect (3xx) points, its query string redacted (see Location).
+	Location string
 }
 
-// Error names the request and the status, with the start of the body.
+// Redirect reports whether the answer was a redirect (3xx).
+func (e *HTTPError) Redirect() bool { return e.Status >= 300 && e.Status < 400 }
+
+// Error names the request and the status, where a redirect points, and the start of the body.
 func (e *HTTPError) Error() string {
 	s := fmt.Sprintf("openai: %s %s: %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	if e.Redirect() {
+		to := e.Location
+		if to == "" {
+			to = "nowhere (no Location header)"
+		}
+		return s + ", a redirect to " + to + ", which the runner does not follow"
+	}
 	if b := strings.TrimSpace(string(e.Body)); b != "" {
 		if len(b) > 300 {
 			b = b[:300] + "..."
@@ -43,14 +53,16 @@ func (e *HTTPError) Error() string {
 	return s
 }
 
-// CheckResponse returns an *HTTPError holding the start of the body when resp's status is not
-// 2xx, and nil otherwise. It reads the body only in the error case, and does not close it.
+// CheckResponse returns an *HTTPError holding the start of the body (at most MaxErrorBody
+// bytes) when resp's status is not 2xx, and nil otherwise. It reads the body only in the error
+// case, and does not close it.
 func CheckResponse(resp *http.Response) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &HTTPError{Status: resp.StatusCode, Body: body}
+	// Only the start is kept for the message: a longer body is no error of its own.
+	body, _ := ReadBody(resp.Body, MaxErrorBody, "an error answer")
+	e := &HTTPError{Status: resp.StatusCode, Body: body, Location: Location(resp)}
 	if resp.Request != nil {
 		e.Method, e.URL = resp.Request.Method, resp.Request.URL.String()
 	}
@@ -61,11 +73,14 @@ func (c *Client) url(path string) string {
 	return strings.TrimRight(c.BaseURL, "/") + path
 }
 
+// defaultHTTP is http.DefaultClient, except that it follows no redirects.
+var defaultHTTP = &http.Client{CheckRedirect: NoRedirect}
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return http.DefaultClient
+	return defaultHTTP
 }
 
 // newRequest builds a request with the client's headers.
@@ -88,7 +103,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 }
 
 // NewStreamRequest returns the POST request for a streaming body made by Body, with
-// "Accept: text/event-stream". The caller sends it (and times it).
+// "Accept: text/event-stream" and "Accept-Encoding: identity". The caller sends it (and times it).
 func (c *Client) NewStreamRequest(ctx context.Context, api API, body []byte) (*http.Request, error) {
 	path := api.Path()
 	if path == "" {
@@ -99,10 +114,15 @@ func (c *Client) NewStreamRequest(ctx context.Context, api API, body []byte) (*h
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	// Ask for the stream uncompressed, whatever client sends it: a compressed stream is
+	// buffered by the compressor and delays the events the runner times. Without the header
+	// the server may choose any encoding; with it, Go's transport also leaves the body alone.
+	req.Header.Set("Accept-Encoding", "identity")
 	return req, nil
 }
 
-// do sends a request and returns the body of a 2xx response.
+// do sends a request and returns the body of a 2xx response, which may be at most
+// MaxMetricsBody bytes for /metrics and MaxJSONBody for everything else.
 func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, error) {
 	var body []byte
 	if in != nil {
@@ -123,7 +143,11 @@ func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, e
 	if err := CheckResponse(resp); err != nil {
 		return nil, err
 	}
-	out, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	limit := int64(MaxJSONBody)
+	if path == "/metrics" {
+		limit = MaxMetricsBody
+	}
+	out, err := ReadBody(resp.Body, limit, fmt.Sprintf("the %s %s answer", method, path))
 	if err != nil {
 		return nil, fmt.Errorf("openai: %s %s: reading the response: %w", method, path, err)
 	}

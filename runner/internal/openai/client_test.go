@@ -191,7 +191,7 @@ func TestNewStreamRequest(t *testing.T) {
 	if req.Method != "POST" || req.URL.String() != "http://127.0.0.1:8000/v1/chat/completions" {
 		t.Errorf("request %s %s", req.Method, req.URL)
 	}
-	for k, v := range map[string]string{"Accept": "text/event-stream", "Content-Type": "application/json", "Authorization": "Bearer sk"} {
+	for k, v := range map[string]string{"Accept": "text/event-stream", "Accept-Encoding": "identity", "Content-Type": "application/json", "Authorization": "Bearer sk"} {
 		if req.Header.Get(k) != v {
 			t.Errorf("header %s = %q, want %q", k, req.Header.Get(k), v)
 		}

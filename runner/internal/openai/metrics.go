@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -160,16 +161,21 @@ type rawSample struct {
 	value  float64
 }
 
+// maxMetricsLine caps one line of a /metrics page: 1 MiB. A sample line is a name, a few short
+// labels and a number, well under a KiB; a longer line is no Prometheus text.
+const maxMetricsLine = 1 << 20
+
 // ParseMetrics parses the Prometheus text format (version 0.0.4) that vLLM's /metrics serves.
 // A family is a histogram when a "# TYPE name histogram" line says so, or when it has
 // name_bucket samples with an "le" label (excerpts may lack the TYPE line). Errors name the
 // line.
 func ParseMetrics(r io.Reader) (*Metrics, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), maxMetricsLine)
 	types := map[string]string{}
 	var raw []rawSample
-	for n := 1; sc.Scan(); n++ {
+	n := 1 // the line being read
+	for ; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
@@ -188,7 +194,9 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		s.line = n
 		raw = append(raw, s)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("metrics: line %d is longer than the %s limit: %w", n, FormatSize(maxMetricsLine), err)
+	} else if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	for _, s := range raw {

@@ -138,6 +138,7 @@ func TestParseMetricsSyntax(t *testing.T) {
 		{"a 1 2 3\n", "line 1"},
 		{"a 1 soon\n", "line 1"},
 		{"# TYPE h histogram\nh_bucket{le=\"big\"} 1\n", "line 2"},
+		{"a 1\n# HELP a " + strings.Repeat("x", 1<<20) + "\n", "line 2 is longer than the 1 MiB limit"},
 	}
 	for _, tt := range bad {
 		_, err := ParseMetrics(strings.NewReader(tt.in))

@@ -48,6 +48,17 @@ const (
 	ErrCanceled    ErrorClass = "canceled"     // the runner was interrupted mid-request
 	ErrServer      ErrorClass = "server"       // the server for this config could not be booted
 	ErrCacheReset  ErrorClass = "cache_reset"  // the prefix cache could not be reset before it
+	// ErrEventTooLarge: one line or event of the stream was larger than the runner reads (the
+	// limit is in the error text).
+	ErrEventTooLarge ErrorClass = "event_too_large"
+	// ErrNotStream: the server answered 2xx, but with a body that is not an event stream (a
+	// JSON answer to a request whose stream: true it ignored, an HTML page, NDJSON).
+	ErrNotStream ErrorClass = "not_event_stream"
+	// ErrEncoding: the stream came compressed (Content-Encoding gzip, br, ...) though the
+	// runner asked for it uncompressed.
+	ErrEncoding ErrorClass = "content_encoding"
+	// ErrRedirect: the server answered with a redirect (3xx), which the runner does not follow.
+	ErrRedirect ErrorClass = "redirect"
 )
 
 // TokenSource names where an output token count came from, best first.

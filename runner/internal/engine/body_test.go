@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+)
+
+// TestReadinessRedirect checks that a readiness path that redirects fails the boot at once,
+// naming where it pointed without the query string, instead of following it to a page that
+// answers 200 and calling the server ready.
+func TestReadinessRedirect(t *testing.T) {
+	t.Parallel()
+	var followed atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" {
+			followed.Store(true)
+			io.WriteString(w, `{"object":"list","data":[{"id":"login-page"}]}`)
+			return
+		}
+		http.Redirect(w, r, "/login?session=s3cret", http.StatusFound)
+	}))
+	defer ts.Close()
+	begin := time.Now()
+	_, _, err := start(t, experiment.Server{Engine: "endpoint", Model: "m", URL: ts.URL, ReadyTimeout: time.Minute}, StartOptions{})
+	var be *BootError
+	if !errors.As(err, &be) {
+		t.Fatalf("Start: %v, want a *BootError", err)
+	}
+	if followed.Load() {
+		t.Error("the redirect was followed")
+	}
+	if want := "GET /v1/models answered 302 Found, a redirect to " + ts.URL + "/login?[redacted]"; !strings.Contains(be.Reason, want) {
+		t.Errorf("reason %q, want one saying %q", be.Reason, want)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the query string: %v", err)
+	}
+	if !strings.Contains(be.Hint, "server.url") {
+		t.Errorf("hint %q does not say what to change", be.Hint)
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("the boot failed after %s: a redirect should end it at once", d)
+	}
+}
+
+// TestHookBodyLimit checks that an endless answer to one of the runner's own requests to the
+// server (here the model list read after readiness) stops at the limit with an error that names
+// it, and that the runner carries on with the configured model name.
+func TestHookBodyLimit(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return
+		}
+		chunk := []byte(strings.Repeat(" ", 64<<10))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer ts.Close()
+	s, log, err := start(t, experiment.Server{Engine: "endpoint", Model: "m", URL: ts.URL, ReadyPath: "/health"}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Model() != "m" {
+		t.Errorf("Model() = %q, want the configured m", s.Model())
+	}
+	if want := "model list unavailable, using \"m\": endpoint: GET /v1/models: read body: the GET /v1/models answer is larger than the 16 MiB limit"; !strings.Contains(log.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, log)
+	}
+}
+
+// TestHookRedirect checks that the runner's own requests to the server follow no redirect.
+func TestHookRedirect(t *testing.T) {
+	t.Parallel()
+	var followed atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/health":
+		case "/v1/models":
+			http.Redirect(w, r, "/elsewhere/v1/models?token=s3cret", http.StatusTemporaryRedirect)
+		case "/elsewhere/v1/models":
+			followed.Store(true)
+			io.WriteString(w, `{"object":"list","data":[{"id":"elsewhere"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer ts.Close()
+	s, log, err := start(t, experiment.Server{Engine: "endpoint", Model: "m", URL: ts.URL, ReadyPath: "/health"}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if followed.Load() || s.Model() != "m" {
+		t.Errorf("the redirect was followed: model %q", s.Model())
+	}
+	if want := "307 Temporary Redirect, a redirect to " + ts.URL + "/elsewhere/v1/models?[redacted], which the runner does not follow"; !strings.Contains(log.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, log)
+	}
+}
