@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/orchestrate"
 	"github.com/onelayerdown/runner/runner/internal/results"
@@ -28,11 +29,12 @@ a request that failed) or the run could not finish; 2 on an invalid experiment f
 flags; 130 when interrupted.`
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--dry-run] [--quiet]", runDescription, stderr)
+	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--dry-run] [--quiet] [--record-failures]", runDescription, stderr)
 	root := fs.String("results", "results", "the folder that result folders are created in")
 	resume := fs.String("resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
 	dryRun := fs.Bool("dry-run", false, "check and plan the experiment, then stop without booting anything")
 	quiet := fs.Bool("quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
+	recordFailures := fs.Bool("record-failures", false, "when a server's executable cannot be found, write the result folder anyway, with its requests recorded as failed")
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
 		return err
@@ -51,6 +53,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *dryRun {
 		return writePlanText(stdout, newPlan(exp, cfgs))
+	}
+	// A server that cannot start here (its executable is not installed) would only fill a
+	// folder with failed rows: say so at once and write nothing, unless asked to record it.
+	if problems := preflight(cfgs); len(problems) > 0 && !*recordFailures {
+		return &exitError{code: 1, msg: "runner: " + strings.Join(problems, "\n") +
+			"\nnothing was run and no result folder was written (--record-failures writes one with these requests failed)"}
 	}
 
 	var folder *results.Folder
@@ -134,6 +142,34 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{code: 1, msg: "runner: " + strings.Join(parts, "; ") + " (see errors.jsonl and logs/ in the folder)"}
 	}
 	return nil
+}
+
+// preflight checks that every distinct server of cfgs can be started on this machine and returns
+// one problem per server that cannot, with its hint.
+func preflight(cfgs []experiment.Config) []string {
+	self, _ := os.Executable()
+	var problems []string
+	seen := map[string]bool{}
+	for _, c := range cfgs {
+		if seen[c.ServerID] {
+			continue
+		}
+		seen[c.ServerID] = true
+		err := engine.Preflight(c.Server, self)
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		var be *engine.BootError
+		if errors.As(err, &be) {
+			msg = be.Engine + ": " + be.Reason
+			if be.Hint != "" {
+				msg += "\n  hint: " + be.Hint
+			}
+		}
+		problems = append(problems, fmt.Sprintf("server %s (config %s): %s", c.ServerID, c.Label, msg))
+	}
+	return problems
 }
 
 // isTerminal reports whether w is a character device, such as an interactive terminal.

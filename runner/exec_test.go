@@ -488,6 +488,12 @@ func TestRunBootFailure(t *testing.T) {
 	if len(man.Servers) != 1 || man.Servers[0].Error == "" || man.Servers[0].BootSeconds != nil {
 		t.Errorf("servers: %+v", man.Servers)
 	}
+	// A summary in which nothing succeeded is one line per config, with the cause, not a table
+	// of empty cells.
+	if strings.Contains(stdout, "median") || strings.Contains(stdout, " - ") ||
+		strings.Count(stdout, "no successful request: 2 of 2 measured requests failed: server: server failed to boot") != 2 {
+		t.Errorf("summary of a run in which nothing succeeded:\n%s", stdout)
+	}
 
 	// --quiet drops the progress, not the reason why the server did not boot.
 	code, stdout, stderr = runBinary(t, bin, file, "--results", filepath.Join(dir, "quiet"), "--quiet")
@@ -500,6 +506,45 @@ func TestRunBootFailure(t *testing.T) {
 	}
 	if strings.Contains(stderr, "booting") || strings.Contains(stderr, "requests to send") {
 		t.Errorf("--quiet: stderr shows progress:\n%s", stderr)
+	}
+}
+
+// TestRunMissingExecutable checks that a server whose executable is not installed fails the
+// run at once, with the engine's hint, before anything is written; --record-failures writes the
+// folder of failed requests instead.
+func TestRunMissingExecutable(t *testing.T) {
+	bin := buildRunner(t)
+	dir := t.TempDir()
+	file := writeExperiment(t, dir, "e2e", `
+version: 1
+name: e2e
+server:
+  model: org/tiny
+  env: {PATH: /nonexistent}
+request:
+  prompt: hello
+matrix:
+  request.max_tokens: [8, 16]
+repetitions: 2
+`)
+	root := filepath.Join(dir, "results")
+	code, stdout, stderr := runBinary(t, bin, file, "--results", root)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "vllm not found in PATH") || !strings.Contains(stderr, "hint: install vLLM") ||
+		!strings.Contains(stderr, "no result folder was written") || strings.Count(stderr, "\n") > 4 {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("a folder was written under %s: %v", root, err)
+	}
+	code, stdout, stderr = runBinary(t, bin, file, "--results", root, "--record-failures")
+	if code != 1 {
+		t.Fatalf("--record-failures: exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	if n := len(readRequests(t, onlyFolder(t, root, "e2e"))); n != 1+2*(1+2) {
+		t.Errorf("--record-failures: %d rows, want 7", n)
 	}
 }
 

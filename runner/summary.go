@@ -80,6 +80,9 @@ type summaryReport struct {
 	rows     []results.SummaryRow
 	notes    []string
 	fits     []decompose.Sweep // prefill/decode fits per sweep
+	// dead says, for each config none of whose measured requests succeeded, how they failed;
+	// text and markdown show such a config as one line instead of a row of empty metrics.
+	dead map[string]string
 }
 
 func loadSummary(dir string) (*summaryReport, error) {
@@ -89,15 +92,78 @@ func loadSummary(dir string) (*summaryReport, error) {
 	}
 	rep := &summaryReport{man: l.Manifest, status: l.Status, notes: l.Notes,
 		rows: results.Summarize(l.Manifest.Configs, l.Requests), fits: decompose.Sweeps(l.Manifest.Configs, l.Requests)}
+	type tally struct {
+		measured, failed int
+		causes           map[string]int
+	}
+	byConfig := map[string]*tally{}
 	for _, q := range l.Requests {
-		if q.Phase == record.PhaseMeasure {
-			rep.requests++
-			if q.Status != record.StatusOK {
-				rep.failed++
-			}
+		if q.Phase != record.PhaseMeasure {
+			continue
+		}
+		rep.requests++
+		t := byConfig[q.ConfigID]
+		if t == nil {
+			t = &tally{causes: map[string]int{}}
+			byConfig[q.ConfigID] = t
+		}
+		t.measured++
+		if q.Status != record.StatusOK {
+			rep.failed++
+			t.failed++
+			t.causes[failureCause(q)]++
 		}
 	}
+	rep.dead = map[string]string{}
+	for id, t := range byConfig {
+		if t.failed < t.measured {
+			continue
+		}
+		cause, most := "", 0
+		for c, n := range t.causes {
+			if n > most || (n == most && c < cause) {
+				cause, most = c, n
+			}
+		}
+		line := fmt.Sprintf("no successful request: %d of %d measured requests failed", t.failed, t.measured)
+		if most == t.failed {
+			line += ": " + cause
+		} else {
+			line += fmt.Sprintf(", %d of them: %s", most, cause)
+		}
+		rep.dead[id] = line
+	}
 	return rep, nil
+}
+
+// failureCause is a failed request's error class and the first line of its error, shortened.
+func failureCause(q record.Request) string {
+	msg, _, _ := strings.Cut(q.Error, "\n")
+	if r := []rune(msg); len(r) > 160 {
+		msg = string(r[:159]) + "…"
+	}
+	if q.ErrorClass == "" {
+		return msg
+	}
+	return string(q.ErrorClass) + ": " + msg
+}
+
+// split returns the rows of the configs with at least one successful measured request, and the
+// labels and causes of the others, in row order.
+func (s *summaryReport) split() (live []results.SummaryRow, dead [][2]string) {
+	seen := map[string]bool{}
+	for _, r := range s.rows {
+		cause, ok := s.dead[r.ConfigID]
+		if !ok {
+			live = append(live, r)
+			continue
+		}
+		if !seen[r.ConfigID] {
+			seen[r.ConfigID] = true
+			dead = append(dead, [2]string{r.Label, cause})
+		}
+	}
+	return live, dead
 }
 
 // headline is the one-line description of the folder above the table.
@@ -171,32 +237,24 @@ func groupWarnings(rows []results.SummaryRow) []summaryWarning {
 
 func writeSummaryText(w io.Writer, s *summaryReport) error {
 	fmt.Fprintln(w, s.headline())
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	// Left-align the two text columns by padding them here; tabwriter aligns the numbers right.
-	wl, wm := len(summaryHeader[0]), len(summaryHeader[1])
-	for _, r := range s.rows {
-		wl, wm = max(wl, len([]rune(r.Label))), max(wm, len(r.Metric))
-	}
-	line := func(cells []string) {
-		cells[0] = cells[0] + strings.Repeat(" ", wl-len([]rune(cells[0])))
-		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
-	}
-	line(append([]string(nil), summaryHeader...))
-	prev := ""
-	for _, r := range s.rows {
-		cells := summaryCells(r)
-		if r.ConfigID == prev {
-			cells[0] = ""
+	live, dead := s.split()
+	if len(live) > 0 {
+		fmt.Fprintln(w)
+		if err := writeSummaryTable(w, live); err != nil {
+			return err
 		}
-		prev = r.ConfigID
-		line(cells)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if len(dead) > 0 {
+		fmt.Fprintln(w)
+		width := 0
+		for _, d := range dead {
+			width = max(width, len([]rune(d[0])))
+		}
+		for _, d := range dead {
+			fmt.Fprintf(w, "  %s%s  %s\n", d[0], strings.Repeat(" ", width-len([]rune(d[0]))), d[1])
+		}
 	}
-	if ws := groupWarnings(s.rows); len(ws) > 0 {
+	if ws := groupWarnings(live); len(ws) > 0 {
 		fmt.Fprintln(w, "\nwarnings:")
 		for _, x := range ws {
 			fmt.Fprintf(w, "  %s: %s (%s)\n", x.label, x.text, strings.Join(x.metrics, ", "))
@@ -206,23 +264,58 @@ func writeSummaryText(w io.Writer, s *summaryReport) error {
 	return nil
 }
 
+// writeSummaryTable writes rows as an aligned table.
+func writeSummaryTable(w io.Writer, rows []results.SummaryRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// Left-align the two text columns by padding them here; tabwriter aligns the numbers right.
+	wl, wm := len(summaryHeader[0]), len(summaryHeader[1])
+	for _, r := range rows {
+		wl, wm = max(wl, len([]rune(r.Label))), max(wm, len(r.Metric))
+	}
+	line := func(cells []string) {
+		cells[0] = cells[0] + strings.Repeat(" ", wl-len([]rune(cells[0])))
+		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	line(append([]string(nil), summaryHeader...))
+	prev := ""
+	for _, r := range rows {
+		cells := summaryCells(r)
+		if r.ConfigID == prev {
+			cells[0] = ""
+		}
+		prev = r.ConfigID
+		line(cells)
+	}
+	return tw.Flush()
+}
+
 func writeSummaryMarkdown(w io.Writer, s *summaryReport) error {
 	esc := strings.NewReplacer("|", `\|`, "\n", " ")
-	fmt.Fprintf(w, "**%s**\n\n", esc.Replace(s.headline()))
-	fmt.Fprintf(w, "| %s |\n", strings.Join(summaryHeader, " | "))
-	fmt.Fprint(w, "| --- | --- |")
-	for range summaryHeader[2:] {
-		fmt.Fprint(w, " ---: |")
+	fmt.Fprintf(w, "**%s**\n", esc.Replace(s.headline()))
+	live, dead := s.split()
+	if len(live) > 0 {
+		fmt.Fprintf(w, "\n| %s |\n", strings.Join(summaryHeader, " | "))
+		fmt.Fprint(w, "| --- | --- |")
+		for range summaryHeader[2:] {
+			fmt.Fprint(w, " ---: |")
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
-	for _, r := range s.rows {
+	for _, r := range live {
 		cells := summaryCells(r)
 		for i := range cells {
 			cells[i] = esc.Replace(cells[i])
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
-	if ws := groupWarnings(s.rows); len(ws) > 0 {
+	if len(dead) > 0 {
+		fmt.Fprintln(w)
+		for _, d := range dead {
+			fmt.Fprintf(w, "- **%s**: %s\n", esc.Replace(d[0]), esc.Replace(d[1]))
+		}
+	}
+	if ws := groupWarnings(live); len(ws) > 0 {
 		fmt.Fprint(w, "\nWarnings:\n\n")
 		for _, x := range ws {
 			fmt.Fprintf(w, "- %s: %s (%s)\n", esc.Replace(x.label), esc.Replace(x.text), strings.Join(x.metrics, ", "))

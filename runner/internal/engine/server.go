@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"runtime"
 	"sort"
@@ -915,4 +916,42 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// Preflight checks, without starting anything, that a server config can be launched on this
+// machine: that its preset accepts it and that the executable it would run can be found (on
+// the PATH that server.env gives it, if any). It returns a *BootError with the engine's hint
+// when not, so that a run can fail at once, before it writes anything. An engine that starts
+// no process (endpoint) passes.
+func Preflight(srv experiment.Server, executable string) error {
+	name := srv.Engine
+	if name == "" {
+		name = DefaultEngine
+	}
+	preset, err := lookup(name)
+	if err != nil {
+		return fmt.Errorf("server.engine: %w", err)
+	}
+	host := srv.Host
+	if host == "" {
+		host = DefaultHost
+	}
+	port := srv.Port
+	if port == 0 {
+		port = 1 // a placeholder: presets only write it into argv and env
+	}
+	// The scratch directory is not made: presets only name paths inside it.
+	t := Target{Host: host, Port: port, Executable: executable, Dir: filepath.Join(os.TempDir(), "runner-preflight")}
+	l, err := preset(srv, t)
+	if err != nil {
+		return &BootError{Engine: name, Reason: "cannot start: " + err.Error(), ExitCode: -1}
+	}
+	if len(l.Argv) == 0 {
+		return nil
+	}
+	argv0 := l.Argv[0]
+	if _, err := lookPath(argv0, mergeEnv(os.Environ(), l.Env, srv.Env)); err != nil {
+		return &BootError{Engine: name, Reason: "cannot start: " + err.Error(), Hint: missingHint(name, argv0), ExitCode: -1}
+	}
+	return nil
 }
