@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // Defaults for the settings of StartOptions and experiment.Server left at zero.
@@ -60,7 +61,7 @@ type StartOptions struct {
 type Server struct {
 	engine    string
 	launch    *Launch
-	red       *redactor
+	red       *redact.Replacer
 	host      string
 	port      int
 	baseURL   string
@@ -231,8 +232,8 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: false}},
 	}
 	extra := mergeEnv(nil, l.Env, srv.Env)
-	s.red = newRedactor(append(append(append(l.Secrets, l.APIKey), envSecrets(l.Env)...),
-		append(envSecrets(srv.Env), argvSecrets(l.Argv)...)...)...)
+	s.red = redact.New(append(append(append(l.Secrets, l.APIKey), redact.EnvSecrets(l.Env)...),
+		append(redact.EnvSecrets(srv.Env), redact.ArgSecrets(l.Argv)...)...)...)
 	s.argv = s.red.Strings(l.Argv)
 	s.env = s.red.Strings(extra)
 	s.log = newServerLog(opts.Log, s.red, hintInfo{Engine: name, Host: host, Port: port})
