@@ -1225,3 +1225,63 @@ func BenchmarkServerLog(b *testing.B) {
 		l.Write(line)
 	}
 }
+
+// TestAPIKeyFromArgs checks that a server started with --api-key gets that key on the runner's
+// requests: vLLM, SGLang, llama.cpp and the simulator refuse every other request.
+func TestAPIKeyFromArgs(t *testing.T) {
+	t.Setenv("ENGINE_TEST_ARGS_KEY", "from-env")
+	tests := []struct {
+		srv  experiment.Server
+		want string
+	}{
+		{experiment.Server{Args: []string{"--seed", "1", "--api-key", "sk-args"}}, "sk-args"},
+		{experiment.Server{Args: []string{"--api-key=sk-eq"}}, "sk-eq"},
+		{experiment.Server{Args: []string{"--api-key"}}, ""},
+		{experiment.Server{Args: []string{"--api-key", "sk-args"}, APIKeyEnv: "ENGINE_TEST_ARGS_KEY"}, "from-env"},
+		{experiment.Server{Args: []string{"--hf-token", "hf_x"}}, ""},
+		{experiment.Server{}, ""},
+	}
+	for _, tt := range tests {
+		if got := apiKey(tt.srv); got != tt.want {
+			t.Errorf("apiKey(%+v) = %q, want %q", tt.srv, got, tt.want)
+		}
+	}
+}
+
+// TestBootArgv checks that a boot that fails, or is interrupted, still says what command line
+// it ran, secrets redacted.
+func TestBootArgv(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-argv-secret-42"
+	tests := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+	}{
+		{"exits", "exit 3", 0},
+		{"interrupted", "sleep 30", 300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			if tt.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				defer cancel()
+			}
+			srv := experiment.Server{Engine: "command", Command: []string{"sh", "-c", tt.script, "sh", "{port}", "--api-key", secret}}
+			_, err := Start(ctx, srv, StartOptions{StopGrace: testGrace})
+			if err == nil {
+				t.Fatal("Start succeeded")
+			}
+			got := BootArgv(err)
+			if len(got) != 7 || got[0] != "sh" || got[6] != redact.Marker {
+				t.Errorf("BootArgv = %q, want the command line with the key redacted", got)
+			}
+		})
+	}
+	if got := BootArgv(errors.New("no launch")); got != nil {
+		t.Errorf("BootArgv of another error = %q, want nil", got)
+	}
+}

@@ -209,12 +209,22 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}, nil
 }
 
-// apiKey returns the value of the variable server.api_key_env names, or "".
+// apiKey returns the key the runner sends: the value of the variable server.api_key_env names,
+// or else the value of --api-key in server.args (vLLM, SGLang, llama.cpp and the simulator
+// refuse requests without the key they were started with), or "".
 func apiKey(srv experiment.Server) string {
-	if srv.APIKeyEnv == "" {
-		return ""
+	if srv.APIKeyEnv != "" {
+		return os.Getenv(srv.APIKeyEnv)
 	}
-	return os.Getenv(srv.APIKeyEnv)
+	for i, a := range srv.Args {
+		if v, ok := strings.CutPrefix(a, "--api-key="); ok {
+			return v
+		}
+		if a == "--api-key" && i+1 < len(srv.Args) && !strings.HasPrefix(srv.Args[i+1], "--") {
+			return srv.Args[i+1]
+		}
+	}
+	return ""
 }
 
 // ignored returns a note for each of the named settings that srv sets although engine does
