@@ -4,6 +4,7 @@
 package redact
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 )
@@ -311,6 +312,19 @@ func (r *Replacer) String(s string) string {
 		}
 	}
 	return s
+}
+
+// Bytes returns b with every secret replaced by Marker, in a new slice when it replaced any.
+func (r *Replacer) Bytes(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	for _, sec := range r.secrets {
+		if bytes.Contains(b, []byte(sec)) {
+			b = bytes.ReplaceAll(b, []byte(sec), []byte(Marker))
+		}
+	}
+	return b
 }
 
 // Strings returns a copy of ss with every secret replaced by Marker.
