@@ -1285,3 +1285,25 @@ func TestBootArgv(t *testing.T) {
 		t.Errorf("BootArgv of another error = %q, want nil", got)
 	}
 }
+
+// TestEndpointErrorsHideSecrets checks that the endpoint preset's errors do not repeat a key put
+// where a variable name belongs, nor a URL's credentials.
+func TestEndpointErrorsHideSecrets(t *testing.T) {
+	tests := []struct {
+		srv    experiment.Server
+		secret string
+	}{
+		{experiment.Server{Engine: "endpoint", URL: "http://127.0.0.1:1", APIKeyEnv: "hf_AbCdEfGhIjKlMnOpQrSt"}, "AbCdEfGhIjKlMnOpQrSt"},
+		{experiment.Server{Engine: "endpoint", URL: "ftp://me:url-pw-0987@127.0.0.1:1"}, "url-pw-0987"},
+		{experiment.Server{Engine: "endpoint", URL: "ftp://127.0.0.1:1/v1?api_key=q-secret-0987"}, "q-secret-0987"},
+	}
+	for _, tt := range tests {
+		_, err := Start(context.Background(), tt.srv, StartOptions{})
+		if err == nil {
+			t.Fatalf("Start(%s) succeeded", tt.srv.URL)
+		}
+		if strings.Contains(err.Error(), tt.secret) {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
+	}
+}

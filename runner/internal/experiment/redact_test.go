@@ -61,3 +61,43 @@ func TestRedactedSource(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsDoNotEchoSecrets puts secrets where they do not belong: the error must say what is
+// wrong without repeating them.
+func TestErrorsDoNotEchoSecrets(t *testing.T) {
+	const head = "version: 1\nname: r\n"
+	const endpoint = "server:\n  engine: endpoint\n  model: m\n  url: http://127.0.0.1:8000\n"
+	const request = "request:\n  prompt_tokens: 8\n  max_tokens: 4\n"
+	tests := []struct {
+		name, yaml, secret, want string
+	}{
+		{"api_key_env holds an OpenAI key", head + endpoint + "  api_key_env: sk-proj-abcdefghijklmnop1234\n" + request,
+			"abcdefghijklmnop1234", "server.api_key_env: looks like a key"},
+		{"api_key_env holds a key that passes for a name", head + endpoint + "  api_key_env: hf_AbCdEfGhIjKlMnOpQrSt\n" + request,
+			"AbCdEfGhIjKlMnOpQrSt", "server.api_key_env: looks like a key"},
+		{"api_key_env holds no name", head + endpoint + "  api_key_env: \"abc.def-ghi-jkl\"\n" + request,
+			"abc.def-ghi-jkl", "server.api_key_env: must be the name of an environment variable"},
+		{"api_key_env axis holds a key", head + endpoint + request + "matrix:\n  server.api_key_env: [OPENAI_API_KEY, sk-proj-zyxwvutsrqponmlk9876]\n",
+			"zyxwvutsrqponmlk9876", "looks like a key"},
+		{"url with credentials and a wrong scheme", head + "server:\n  engine: endpoint\n  model: m\n  url: ftp://me:url-secret-77@host\n" + request,
+			"url-secret-77", "server.url: must be an http or https URL"},
+		{"env written as one string", head + "server:\n  model: m\n  env: \"HF_TOKEN=hf_str_secret_1234\"\n" + request,
+			"hf_str_secret_1234", "server.env: must be a mapping"},
+		{"ready_path with a token", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n  ready_path: \"health?token=rp-secret-1234\"\n" + request,
+			"rp-secret-1234", "server.ready_path: must be a URL path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatal("Parse succeeded")
+			}
+			if strings.Contains(err.Error(), tt.secret) {
+				t.Errorf("the error repeats the secret:\n%v", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error:\n%v\nwant one that says %q", err, tt.want)
+			}
+		})
+	}
+}

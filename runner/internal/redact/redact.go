@@ -123,7 +123,31 @@ func wordSpans(a string) [][2]int {
 			out = append(out, [2]int{start, end})
 		}
 	}
+	if !strings.Contains(a, "://") {
+		// A path with a query, /health?token=X, carries its secrets as a URL does.
+		if q := strings.IndexByte(a, '?'); q >= 0 {
+			out = append(out, querySpans(a, q+1)...)
+		}
+	}
 	return append(out, urlSpans(a)...)
+}
+
+// querySpans returns where the values of secret parameters are in the query that starts at
+// byte start of s and runs to a '#', a space or the end.
+func querySpans(s string, start int) [][2]int {
+	end := start
+	for end < len(s) && !strings.ContainsRune(" \t\r\n\"'<>`#", rune(s[end])) {
+		end++
+	}
+	var out [][2]int
+	pos := start
+	for _, kv := range strings.Split(s[start:end], "&") {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && IsSecretName(k) {
+			out = append(out, [2]int{pos + len(k) + 1, pos + len(kv)})
+		}
+		pos += len(kv) + 1
+	}
+	return out
 }
 
 // URLSecrets returns the credentials of every URL in s, as they are written: the password of
@@ -166,20 +190,8 @@ func urlSpans(s string) [][2]int {
 				out = append(out, [2]int{begin, begin + at})
 			}
 		}
-		q := strings.Index(u, "?")
-		if q < 0 || q < len(authority) {
-			continue
-		}
-		pos := begin + q + 1
-		query := u[q+1:]
-		if h := strings.Index(query, "#"); h >= 0 {
-			query = query[:h]
-		}
-		for _, kv := range strings.Split(query, "&") {
-			if k, v, ok := strings.Cut(kv, "="); ok && v != "" && IsSecretName(k) {
-				out = append(out, [2]int{pos + len(k) + 1, pos + len(kv)})
-			}
-			pos += len(kv) + 1
+		if q := strings.Index(u, "?"); q >= len(authority) {
+			out = append(out, querySpans(s[:end], begin+q+1)...)
 		}
 	}
 }

@@ -69,6 +69,7 @@ func TestArgs(t *testing.T) {
 		{[]string{"--url", "https://ghp_abcdefgh@example.com/x.git"}, []string{"--url", "https://" + R + "@example.com/x.git"}},
 		{[]string{"--download", "http://h/m.gguf?token=abc123&rev=main"}, []string{"--download", "http://h/m.gguf?token=" + R + "&rev=main"}},
 		{[]string{"--download=http://h/m?api_key=k3y&key=k4y"}, []string{"--download=http://h/m?api_key=" + R + "&key=" + R}},
+		{[]string{"--ready", "/health?token=rp-1&x=1#frag"}, []string{"--ready", "/health?token=" + R + "&x=1#frag"}},
 		{[]string{"-H", "Authorization: Bearer sk-2"}, []string{"-H", "Authorization: Bearer " + R}},
 		{[]string{"-H", "X-Api-Key: abcd-1"}, []string{"-H", "X-Api-Key: " + R}},
 		{[]string{"--header", "Bearer", "sk-3"}, []string{"--header", "Bearer", R}},
