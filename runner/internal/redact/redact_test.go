@@ -3,6 +3,7 @@ package redact
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -166,4 +167,24 @@ func TestTree(t *testing.T) {
 	if got := Tree("", in); !reflect.DeepEqual(got, want) {
 		t.Errorf("Tree = %v, want %v", got, want)
 	}
+}
+
+func FuzzArgs(f *testing.F) {
+	f.Add("--api-key\x00sk-1\x00--port\x008000")
+	f.Add("-H\x00Authorization: Bearer sk-2\x00http://u:p@h/?token=t&x=1")
+	f.Add("HF_TOKEN=x\x00--url=http://@h?\x00Bearer")
+	f.Fuzz(func(t *testing.T, s string) {
+		argv := strings.Split(s, "\x00")
+		out := Args(argv)
+		if len(out) != len(argv) {
+			t.Fatalf("Args returned %d words for %d", len(out), len(argv))
+		}
+		joined := strings.Join(out, "\x00")
+		for _, sec := range ArgSecrets(argv) {
+			// A secret made of the marker's letters may reappear across it; others may not.
+			if len(sec) >= minReplace && !strings.ContainsAny(sec, "REDACT") && strings.Contains(joined, sec) {
+				t.Errorf("Args(%q) = %q keeps the secret %q", argv, out, sec)
+			}
+		}
+	})
 }
