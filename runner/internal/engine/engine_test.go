@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -831,7 +833,7 @@ func TestEndpoint(t *testing.T) {
 	if s.BaseURL() != ts.URL || s.Model() != "remote-model" || s.APIKey() != key || s.PID() != 0 || s.Argv() != nil {
 		t.Errorf("base %q, model %q, pid %d, argv %q", s.BaseURL(), s.Model(), s.PID(), s.Argv())
 	}
-	if s.Redact("key="+key) != "key="+redacted {
+	if s.Redact("key="+key) != "key="+redact.Marker {
 		t.Errorf("Redact does not hide the key")
 	}
 	if err := s.Stop(context.Background()); err != nil || !s.Exited() {
@@ -888,7 +890,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 			t.Errorf("secret %q shown:\n%s", sec, shown)
 		}
 	}
-	if !strings.Contains(log.String(), "printing "+redacted+" and "+redacted) {
+	if !strings.Contains(log.String(), "printing "+redact.Marker+" and "+redact.Marker) {
 		t.Errorf("the server's line is missing from the log:\n%s", log)
 	}
 	// The server itself still gets the real values.
@@ -1049,37 +1051,45 @@ func TestMergeEnv(t *testing.T) {
 	}
 }
 
-func TestRedactor(t *testing.T) {
+// TestOnlySecretsAreRedacted checks that a variable whose name merely contains a secret word
+// (TOKENIZERS_PARALLELISM) keeps its value in the log, while the password of a proxy URL in a
+// variable without a secret name is hidden.
+func TestOnlySecretsAreRedacted(t *testing.T) {
 	t.Parallel()
-	r := newRedactor("abc", "hidden-long", "hidden", "")
-	cases := []struct{ in, want string }{
-		{"x hidden-long y", "x " + redacted + " y"},
-		{"hidden and hidden", redacted + " and " + redacted},
-		{"abc stays: too short to hide", "abc stays: too short to hide"},
+	const proxyPW = "proxy-pw-1234"
+	f := newFake(t, "my-server")
+	env := f.env("TOKENIZERS_PARALLELISM", "false", "MAX_TOKENS", "4096", "HTTPS_PROXY", "http://me:"+proxyPW+"@127.0.0.1:3128",
+		"FAKE_ECHO", "parallelism false, max 4096, proxy http://me:"+proxyPW+"@127.0.0.1:3128")
+	srv := experiment.Server{Engine: "command", Command: []string{"my-server", "--port", "{port}"}, ReadyPath: "/health", Env: env}
+	s, log, err := start(t, srv, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		if got := r.String(c.in); got != c.want {
-			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
-		}
+	if !strings.Contains(log.String(), "parallelism false, max 4096") {
+		t.Errorf("an ordinary value was redacted from the log:\n%s", log)
 	}
-	if got := argvSecrets([]string{"--port", "1", "--api-key", "k1", "--hf-token=k2", "--api-key"}); !reflect.DeepEqual(got, []string{"k1", "k2"}) {
-		t.Errorf("argvSecrets = %q", got)
+	shown := strings.Join(s.Env(), "\n") + "\n" + log.String()
+	if strings.Contains(shown, proxyPW) {
+		t.Errorf("the proxy password is shown:\n%s", shown)
+	}
+	if !slices.Contains(s.Env(), "TOKENIZERS_PARALLELISM=false") {
+		t.Errorf("Env() = %q, want TOKENIZERS_PARALLELISM=false kept", s.Env())
 	}
 }
 
 func TestServerLogLines(t *testing.T) {
 	t.Parallel()
 	var out syncBuffer
-	l := newServerLog(&out, newRedactor("s3cr3t"), hintInfo{Engine: "vllm", Host: "h", Port: 1})
+	l := newServerLog(&out, redact.New("s3cr3t"), hintInfo{Engine: "vllm", Host: "h", Port: 1})
 	for _, chunk := range []string{"first li", "ne\nsecond s3cr3t\r\nprogress 10%\rprogress 100%\n", "unfinished"} {
 		l.Write([]byte(chunk))
 	}
 	l.flush()
-	wantOut := "first line\nsecond [redacted]\nprogress 10%\rprogress 100%\nunfinished\n"
+	wantOut := "first line\nsecond " + redact.Marker + "\nprogress 10%\rprogress 100%\nunfinished\n"
 	if out.String() != wantOut {
 		t.Errorf("log = %q, want %q", out.String(), wantOut)
 	}
-	wantTail := []string{"first line", "second [redacted]", "progress 100%", "unfinished"}
+	wantTail := []string{"first line", "second " + redact.Marker, "progress 100%", "unfinished"}
 	if got := l.lines(); !reflect.DeepEqual(got, wantTail) {
 		t.Errorf("tail = %q, want %q", got, wantTail)
 	}
@@ -1188,8 +1198,8 @@ func FuzzServerLogChunks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string, size uint8) {
 		n := int(size%16) + 1
 		whole, chunked := &syncBuffer{}, &syncBuffer{}
-		lw := newServerLog(whole, newRedactor(), hintInfo{})
-		lc := newServerLog(chunked, newRedactor(), hintInfo{})
+		lw := newServerLog(whole, redact.New(), hintInfo{})
+		lc := newServerLog(chunked, redact.New(), hintInfo{})
 		lw.Write([]byte(text))
 		for b := []byte(text); len(b) > 0; {
 			k := min(n, len(b))
@@ -1208,10 +1218,92 @@ func FuzzServerLogChunks(f *testing.F) {
 // the hint patterns.
 func BenchmarkServerLog(b *testing.B) {
 	line := []byte(`(APIServer pid=2620562) INFO 03-14 15:41:29 [loggers.py:123] Engine 000: Avg prompt throughput: 512.0 tokens/s, Avg generation throughput: 64.0 tokens/s` + "\n")
-	l := newServerLog(io.Discard, newRedactor("sk-0123456789"), hintInfo{Engine: "vllm", Host: "127.0.0.1", Port: 8000})
+	l := newServerLog(io.Discard, redact.New("sk-0123456789"), hintInfo{Engine: "vllm", Host: "127.0.0.1", Port: 8000})
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Write(line)
+	}
+}
+
+// TestAPIKeyFromArgs checks that a server started with --api-key gets that key on the runner's
+// requests: vLLM, SGLang, llama.cpp and the simulator refuse every other request.
+func TestAPIKeyFromArgs(t *testing.T) {
+	t.Setenv("ENGINE_TEST_ARGS_KEY", "from-env")
+	tests := []struct {
+		srv  experiment.Server
+		want string
+	}{
+		{experiment.Server{Args: []string{"--seed", "1", "--api-key", "sk-args"}}, "sk-args"},
+		{experiment.Server{Args: []string{"--api-key=sk-eq"}}, "sk-eq"},
+		{experiment.Server{Args: []string{"--api-key"}}, ""},
+		{experiment.Server{Args: []string{"--api-key", "sk-args"}, APIKeyEnv: "ENGINE_TEST_ARGS_KEY"}, "from-env"},
+		{experiment.Server{Args: []string{"--hf-token", "hf_x"}}, ""},
+		{experiment.Server{}, ""},
+	}
+	for _, tt := range tests {
+		if got := apiKey(tt.srv); got != tt.want {
+			t.Errorf("apiKey(%+v) = %q, want %q", tt.srv, got, tt.want)
+		}
+	}
+}
+
+// TestBootArgv checks that a boot that fails, or is interrupted, still says what command line
+// it ran, secrets redacted.
+func TestBootArgv(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-argv-secret-42"
+	tests := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+	}{
+		{"exits", "exit 3", 0},
+		{"interrupted", "sleep 30", 300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			if tt.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				defer cancel()
+			}
+			srv := experiment.Server{Engine: "command", Command: []string{"sh", "-c", tt.script, "sh", "{port}", "--api-key", secret}}
+			_, err := Start(ctx, srv, StartOptions{StopGrace: testGrace})
+			if err == nil {
+				t.Fatal("Start succeeded")
+			}
+			got := BootArgv(err)
+			if len(got) != 7 || got[0] != "sh" || got[6] != redact.Marker {
+				t.Errorf("BootArgv = %q, want the command line with the key redacted", got)
+			}
+		})
+	}
+	if got := BootArgv(errors.New("no launch")); got != nil {
+		t.Errorf("BootArgv of another error = %q, want nil", got)
+	}
+}
+
+// TestEndpointErrorsHideSecrets checks that the endpoint preset's errors do not repeat a key put
+// where a variable name belongs, nor a URL's credentials.
+func TestEndpointErrorsHideSecrets(t *testing.T) {
+	tests := []struct {
+		srv    experiment.Server
+		secret string
+	}{
+		{experiment.Server{Engine: "endpoint", URL: "http://127.0.0.1:1", APIKeyEnv: "hf_AbCdEfGhIjKlMnOpQrSt"}, "AbCdEfGhIjKlMnOpQrSt"},
+		{experiment.Server{Engine: "endpoint", URL: "ftp://me:url-pw-0987@127.0.0.1:1"}, "url-pw-0987"},
+		{experiment.Server{Engine: "endpoint", URL: "ftp://127.0.0.1:1/v1?api_key=q-secret-0987"}, "q-secret-0987"},
+	}
+	for _, tt := range tests {
+		_, err := Start(context.Background(), tt.srv, StartOptions{})
+		if err == nil {
+			t.Fatalf("Start(%s) succeeded", tt.srv.URL)
+		}
+		if strings.Contains(err.Error(), tt.secret) {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
 	}
 }

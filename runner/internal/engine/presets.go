@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 func init() {
@@ -178,7 +179,7 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	u, err := url.Parse(srv.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server.url %q: want an http or https URL such as http://127.0.0.1:8000", srv.URL)
+		return nil, fmt.Errorf("server.url %q: want an http or https URL such as http://127.0.0.1:8000", redact.Value("", srv.URL))
 	}
 	if u.User != nil {
 		return nil, errors.New("server.url must not carry credentials; name the variable that holds the key in server.api_key_env")
@@ -195,6 +196,9 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	key := apiKey(srv)
 	if srv.APIKeyEnv != "" && key == "" {
+		if redact.LooksLikeKey(srv.APIKeyEnv) {
+			return nil, errors.New("server.api_key_env looks like a key, not the name of an environment variable: put the key in a variable and name that variable")
+		}
 		return nil, fmt.Errorf("server.api_key_env names %s, which is not set or empty", srv.APIKeyEnv)
 	}
 	// A running vLLM answers /version, and /reset_prefix_cache when it was started with
@@ -209,12 +213,22 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}, nil
 }
 
-// apiKey returns the value of the variable server.api_key_env names, or "".
+// apiKey returns the key the runner sends: the value of the variable server.api_key_env names,
+// or else the value of --api-key in server.args (vLLM, SGLang, llama.cpp and the simulator
+// refuse requests without the key they were started with), or "".
 func apiKey(srv experiment.Server) string {
-	if srv.APIKeyEnv == "" {
-		return ""
+	if srv.APIKeyEnv != "" {
+		return os.Getenv(srv.APIKeyEnv)
 	}
-	return os.Getenv(srv.APIKeyEnv)
+	for i, a := range srv.Args {
+		if v, ok := strings.CutPrefix(a, "--api-key="); ok {
+			return v
+		}
+		if a == "--api-key" && i+1 < len(srv.Args) && !strings.HasPrefix(srv.Args[i+1], "--") {
+			return srv.Args[i+1]
+		}
+	}
+	return ""
 }
 
 // ignored returns a note for each of the named settings that srv sets although engine does

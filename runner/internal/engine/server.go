@@ -21,6 +21,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // Defaults for the settings of StartOptions and experiment.Server left at zero.
@@ -62,7 +63,7 @@ type StartOptions struct {
 type Server struct {
 	engine    string
 	launch    *Launch
-	red       *redactor
+	red       *redact.Replacer
 	host      string
 	port      int
 	baseURL   string
@@ -107,11 +108,38 @@ type BootError struct {
 	LogTail  []string // the last lines of the server log (secrets redacted)
 	ExitCode int      // the server's exit status; -1 when it did not exit by itself or never ran
 	Log      string   // where the full log is, when known
+	// Argv is the command line the server was (or was to be) started with, secrets redacted;
+	// nil for a server the runner does not start (engine: endpoint).
+	Argv []string
 }
 
 // Error quotes the reason, the hint and the last lines of the log.
 func (e *BootError) Error() string {
 	return describeFailure(e.Engine+": server failed to boot: "+e.Reason, e.Hint, e.LogTail, e.Log)
+}
+
+// interruptedBoot is a boot that ended because its context did: it wraps the context's error.
+type interruptedBoot struct {
+	err  error
+	argv []string
+}
+
+func (e *interruptedBoot) Error() string { return e.err.Error() }
+func (e *interruptedBoot) Unwrap() error { return e.err }
+
+// BootArgv returns the command line, secrets redacted, of the server whose boot failed or was
+// interrupted with err; nil when err does not say (the server was never to be started, or its
+// launch could not even be prepared).
+func BootArgv(err error) []string {
+	var be *BootError
+	if errors.As(err, &be) {
+		return append([]string(nil), be.Argv...)
+	}
+	var ib *interruptedBoot
+	if errors.As(err, &ib) {
+		return append([]string(nil), ib.argv...)
+	}
+	return nil
 }
 
 // ExitError is a server that exited while it was serving, without being asked to stop.
@@ -235,8 +263,8 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: false}, CheckRedirect: openai.NoRedirect},
 	}
 	extra := mergeEnv(nil, l.Env, srv.Env)
-	s.red = newRedactor(append(append(append(l.Secrets, l.APIKey), envSecrets(l.Env)...),
-		append(envSecrets(srv.Env), argvSecrets(l.Argv)...)...)...)
+	s.red = redact.New(append(append(append(l.Secrets, l.APIKey), redact.EnvSecrets(l.Env)...),
+		append(redact.EnvSecrets(srv.Env), redact.ArgSecrets(l.Argv)...)...)...)
 	s.argv = s.red.Strings(l.Argv)
 	s.env = s.red.Strings(extra)
 	s.log = newServerLog(opts.Log, s.red, hintInfo{Engine: name, Host: host, Port: port})
@@ -258,7 +286,7 @@ func (s *Server) connect(ctx context.Context) (*Server, error) {
 		s.Stop(context.Background())
 		var f *bootFailure
 		if errors.As(err, &f) {
-			return nil, &BootError{Engine: s.engine, Reason: f.reason, Hint: f.hint, ExitCode: -1, Log: s.log.name}
+			return nil, &BootError{Engine: s.engine, Reason: f.reason, Hint: f.hint, ExitCode: -1, Log: s.log.name, Argv: s.Argv()}
 		}
 		return nil, fmt.Errorf("%s: waiting for %s: %w", s.engine, s.baseURL, err)
 	}
@@ -277,13 +305,13 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 	if err != nil {
 		s.cleanupDir()
 		return nil, &BootError{Engine: s.engine, Reason: "cannot start: " + err.Error(),
-			Hint: missingHint(s.engine, argv0), ExitCode: -1, Log: s.log.name}
+			Hint: missingHint(s.engine, argv0), ExitCode: -1, Log: s.log.name, Argv: s.Argv()}
 	}
 	if srv.Port != 0 {
 		if err := portFree(s.host, s.port); err != nil {
 			s.cleanupDir()
 			return nil, &BootError{Engine: s.engine, Reason: fmt.Sprintf("port %d on %s is already in use (%v)", s.port, s.host, err),
-				Hint: portHint(s.host, s.port), ExitCode: -1, Log: s.log.name}
+				Hint: portHint(s.host, s.port), ExitCode: -1, Log: s.log.name, Argv: s.Argv()}
 		}
 	}
 	self, err := os.Executable()
@@ -331,7 +359,7 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 	}()
 	if err := <-started; err != nil {
 		s.cleanupDir()
-		return nil, &BootError{Engine: s.engine, Reason: fmt.Sprintf("cannot start %s: %v", argv0, err), ExitCode: -1, Log: s.log.name}
+		return nil, &BootError{Engine: s.engine, Reason: fmt.Sprintf("cannot start %s: %v", argv0, err), ExitCode: -1, Log: s.log.name, Argv: s.Argv()}
 	}
 	go func() {
 		select {
@@ -355,9 +383,9 @@ func (s *Server) bootFailed(err error) error {
 	s.Stop(context.Background())
 	var f *bootFailure
 	if !errors.As(err, &f) {
-		return fmt.Errorf("%s: boot interrupted: %w", s.engine, err)
+		return &interruptedBoot{err: fmt.Errorf("%s: boot interrupted: %w", s.engine, err), argv: s.Argv()}
 	}
-	be := &BootError{Engine: s.engine, Reason: f.reason, Hint: f.hint, LogTail: s.log.lines(), ExitCode: -1, Log: s.log.name}
+	be := &BootError{Engine: s.engine, Reason: f.reason, Hint: f.hint, LogTail: s.log.lines(), ExitCode: -1, Log: s.log.name, Argv: s.Argv()}
 	if f.exited {
 		be.Reason = fmt.Sprintf("exited with %s before it was ready", s.exitStatus())
 		be.ExitCode = s.ExitCode()

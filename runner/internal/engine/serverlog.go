@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // maxPartial bounds a line still waiting for its newline; a longer one is written as it is.
@@ -17,14 +19,14 @@ const maxPartial = 64 << 10
 type serverLog struct {
 	mu      sync.Mutex
 	out     *lockedWriter // shared with sibling logs
-	red     *redactor
+	red     *redact.Replacer
 	tail    *tail
 	hints   *hintScanner
 	partial []byte
 	name    string // how errors refer to the log
 }
 
-func newServerLog(out io.Writer, red *redactor, info hintInfo) *serverLog {
+func newServerLog(out io.Writer, red *redact.Replacer, info hintInfo) *serverLog {
 	return &serverLog{
 		out:   &lockedWriter{w: orDiscard(out)},
 		red:   red,

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // Engines lists the server.engine values, the default first.
@@ -266,7 +268,7 @@ func (f *field) bounds(x float64) string {
 func checkURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Sprintf("must be an http or https URL such as http://127.0.0.1:8000, not %q", s)
+		return fmt.Sprintf("must be an http or https URL such as http://127.0.0.1:8000, not %s", describeValue(s))
 	}
 	if u.User != nil {
 		return "must not carry credentials; name an environment variable in server.api_key_env instead"
@@ -274,16 +276,22 @@ func checkURL(s string) string {
 	return ""
 }
 
+// checkEnvName checks the name of a variable that holds a key. Its messages never repeat the
+// value: a user who pasted the key itself must not see it printed, or logged by CI.
 func checkEnvName(s string) string {
+	if redact.LooksLikeKey(s) {
+		return "looks like a key, not the name of an environment variable: put the key in a variable " +
+			"(export OPENAI_API_KEY=...) and write the variable's name here"
+	}
 	if !envNameRE.MatchString(s) {
-		return fmt.Sprintf("must be the name of an environment variable (letters, digits, _), not %q", s)
+		return "must be the name of an environment variable (letters, digits, _), such as OPENAI_API_KEY"
 	}
 	return ""
 }
 
 func checkURLPath(s string) string {
 	if !strings.HasPrefix(s, "/") {
-		return fmt.Sprintf("must be a URL path starting with /, not %q", s)
+		return fmt.Sprintf("must be a URL path starting with /, not %s", describeValue(s))
 	}
 	return ""
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // Limits that keep a hostile or broken file from exhausting memory. An experiment file is a few
@@ -297,6 +299,12 @@ func describeValue(v any) string {
 	case nil:
 		return "null"
 	case string:
+		// An error message may end up in a CI log: it shows no key, and no secret inside a
+		// value (HF_TOKEN=..., a URL's password).
+		if redact.LooksLikeKey(v) {
+			return "a string that looks like a key"
+		}
+		v = redact.Value("", v)
 		if len(v) > 40 {
 			v = v[:37] + "..."
 		}

@@ -180,14 +180,14 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		if ctx.Err() != nil {
 			// The boot was a boot all the same, and the folder keeps one row per boot.
 			if serr := o.Sink.SetServer(results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine,
-				Model: g.server.Model, BootStart: bootStart.UTC(), Error: "boot interrupted"}); serr != nil {
+				Model: g.server.Model, Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: "boot interrupted"}); serr != nil {
 				o.Progress.problem("record server %s: %v", g.serverID, serr)
 			}
 			return ctx.Err()
 		}
 		out.BootFailed++
 		info := results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine, Model: g.server.Model,
-			BootStart: bootStart.UTC(), Error: err.Error()}
+			Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: err.Error()}
 		var be *engine.BootError
 		if errors.As(err, &be) && be.ExitCode >= 0 {
 			info.ExitCode = record.Int(be.ExitCode)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/sim"
 )
@@ -220,5 +221,57 @@ func TestRunInterruptedDuringBoot(t *testing.T) {
 	}
 	if len(man.Servers) != 1 || man.Servers[0].BootSeconds != nil || !strings.Contains(man.Servers[0].Error, "interrupted") {
 		t.Errorf("servers %+v, want the one boot, never ready, interrupted", man.Servers)
+	}
+}
+
+// TestRunBootFailureRecordsArgv boots a server that exits before it is ready: the folder still
+// records the command line it was started with, its secrets redacted.
+func TestRunBootFailureRecordsArgv(t *testing.T) {
+	const secret = "sk-boot-secret-0123"
+	src := `version: 1
+name: orch
+server:
+  engine: command
+  model: m
+  command: [sh, -c, "echo loading; exit 3", sh, --port, "{port}", --api-key, ` + secret + `]
+request:
+  api: completions
+  prompt_tokens: 8
+  max_tokens: 4
+warmup: 0
+repetitions: 1
+`
+	e, err := experiment.Parse(filepath.Join(t.TempDir(), "orch.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs, err := e.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f, StopTimeout: 5 * time.Second})
+	if err != nil || out.BootFailed != 1 {
+		t.Fatalf("outcome %+v, err %v; want one failed boot", out, err)
+	}
+	if err := f.Close(results.StatusFailed); err != nil {
+		t.Fatal(err)
+	}
+	man, err := results.ReadManifest(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(man.Servers) != 1 {
+		t.Fatalf("servers %+v, want one", man.Servers)
+	}
+	got := strings.Join(man.Servers[0].Argv, " ")
+	if want := "sh -c echo loading; exit 3 sh --port "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " --api-key "+redact.Marker) {
+		t.Errorf("argv of the failed boot %q, want %q...--api-key %s", got, want, redact.Marker)
+	}
+	if man.Servers[0].ExitCode == nil || *man.Servers[0].ExitCode != 3 {
+		t.Errorf("exit code %v, want 3", man.Servers[0].ExitCode)
 	}
 }

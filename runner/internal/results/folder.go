@@ -15,6 +15,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // RunInfo is what the runner knows about itself when it creates a folder.
@@ -42,6 +43,7 @@ type Folder struct {
 	rows     []record.Request // appended rows without events and texts, for the summary
 	resume   int              // 0 for a new folder, n for its nth resume
 	logs     map[string]string
+	red      *redact.Replacer // the run's secrets, hidden in error texts; nil after a resume
 	closed   bool
 	err      error // the first write error; the folder takes no more rows after it
 }
@@ -104,15 +106,16 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 		machine = &m
 	}
 	host, _ := os.Hostname()
+	source, redacted := exp.RedactedSource()
 	f := &Folder{
 		dir: dir,
 		man: Manifest{
 			SchemaVersion: FormatVersion,
 			Status:        StatusRunning,
 			Runner:        RunnerInfo{Version: run.RunnerVersion, Commit: run.RunnerCommit},
-			Command:       RedactArgs(run.Command),
+			Command:       redact.Args(run.Command),
 			Experiment: ExperimentFile{Name: exp.Name, Path: exp.Path, SHA256: SHA256(exp.Source),
-				Source: string(exp.Source)},
+				Source: string(source), Redacted: redacted},
 			Configs: redactConfigs(configs),
 			Servers: []ServerInfo{},
 			Machine: *machine,
@@ -121,6 +124,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 		},
 		done: newDone(),
 		logs: map[string]string{},
+		red:  redact.New(append(configSecrets(configs), redact.ArgSecrets(run.Command)...)...),
 	}
 	if len(run.Command) == 0 {
 		f.man.Command = nil
@@ -246,7 +250,7 @@ func (f *Folder) Append(rec record.Request) error {
 	}
 	if rec.Error != "" {
 		b, err := encodeJSONLine(&ErrorRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq,
-			ErrorClass: rec.ErrorClass, Error: rec.Error})
+			ErrorClass: rec.ErrorClass, Error: f.red.String(rec.Error)})
 		if err == nil {
 			err = f.write(f.errs, ErrorsFile, b)
 		}
@@ -315,7 +319,7 @@ func safeFileName(s string) string {
 
 // SetServer records or updates the boot of a server in this run (or resume) of the folder:
 // call it when the server is ready or failed to boot, and again when it has exited. The
-// command line is redacted again before it is stored. It rewrites servers.csv and the
+// command line and error are redacted again before they are stored. It rewrites servers.csv and the
 // manifest, each atomically.
 func (f *Folder) SetServer(info ServerInfo) error {
 	f.mu.Lock()
@@ -324,7 +328,8 @@ func (f *Folder) SetServer(info ServerInfo) error {
 		return fmt.Errorf("results: set server %s: folder is closed", info.ServerID)
 	}
 	info.Resume = f.resume
-	info.Argv = RedactArgs(info.Argv)
+	info.Argv = f.red.Strings(redact.Args(info.Argv))
+	info.Error = f.red.String(info.Error)
 	if len(info.Argv) == 0 {
 		info.Argv = nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // Status is the state of a result folder.
@@ -55,12 +56,16 @@ type RunnerInfo struct {
 	Commit  string `json:"commit,omitempty"`
 }
 
-// ExperimentFile is a copy of the experiment file a run was started from.
+// ExperimentFile is a copy of the experiment file a run was started from. Source is the file
+// with each secret it holds (see package redact) replaced by redact.Marker where it stood;
+// Redacted names the fields that held one. SHA256 is that of the original file, so that a
+// resume from it is accepted.
 type ExperimentFile struct {
-	Name   string `json:"name"`
-	Path   string `json:"path,omitempty"`
-	SHA256 string `json:"sha256"`
-	Source string `json:"source"`
+	Name     string   `json:"name"`
+	Path     string   `json:"path,omitempty"`
+	SHA256   string   `json:"sha256"`
+	Source   string   `json:"source"`
+	Redacted []string `json:"redacted_fields,omitempty"`
 }
 
 // Process identifies the process that last wrote a folder, for people reading the manifest.
@@ -182,19 +187,30 @@ func decodeManifest(b []byte, path string) (*Manifest, error) {
 	return &m, nil
 }
 
-// redactConfigs returns copies of configs whose server environment and arguments have their
-// secrets redacted.
+// redactConfigs returns copies of configs whose server environment and arguments, and request
+// extra fields, have their secrets redacted.
 func redactConfigs(configs []experiment.Config) []experiment.Config {
 	out := make([]experiment.Config, len(configs))
 	for i, c := range configs {
-		c.Server.Env = RedactEnv(c.Server.Env)
-		if c.Server.Args != nil {
-			c.Server.Args = RedactArgs(c.Server.Args)
-		}
-		if c.Server.Command != nil {
-			c.Server.Command = RedactArgs(c.Server.Command)
+		c.Server.Env = redact.Env(c.Server.Env)
+		c.Server.Args = redact.Args(c.Server.Args)
+		c.Server.Command = redact.Args(c.Server.Command)
+		if c.Request.Extra != nil {
+			c.Request.Extra = redact.Tree("", c.Request.Extra).(map[string]any)
 		}
 		out[i] = c
+	}
+	return out
+}
+
+// configSecrets returns the secret values that configs hold, for hiding them in any other
+// text the folder records.
+func configSecrets(configs []experiment.Config) []string {
+	var out []string
+	for _, c := range configs {
+		out = append(out, redact.EnvSecrets(c.Server.Env)...)
+		out = append(out, redact.ArgSecrets(c.Server.Args)...)
+		out = append(out, redact.ArgSecrets(c.Server.Command)...)
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 	"github.com/onelayerdown/runner/runner/internal/stats"
 )
 
@@ -302,8 +303,8 @@ func FuzzManifestRoundTrip(f *testing.F) {
 		configs[0].Server.Env = map[string]string{env: g.s()}
 		end := g.time()
 		m := Manifest{SchemaVersion: FormatVersion, Status: StatusInterrupted, Runner: RunnerInfo{Version: g.s()},
-			Command: RedactArgs([]string{g.s(), g.s()}), Experiment: ExperimentFile{Name: g.s(), SHA256: SHA256([]byte(name)), Source: arg},
-			Configs: redactConfigs(configs), Servers: []ServerInfo{{ServerID: g.s(), Argv: RedactArgs([]string{arg, g.s()}), ExitCode: g.optInt()}},
+			Command: redact.Args([]string{g.s(), g.s()}), Experiment: ExperimentFile{Name: g.s(), SHA256: SHA256([]byte(name)), Source: arg},
+			Configs: redactConfigs(configs), Servers: []ServerInfo{{ServerID: g.s(), Argv: redact.Args([]string{arg, g.s()}), ExitCode: g.optInt()}},
 			Machine: testMachine, Process: Process{PID: g.int()}, Start: g.time(), End: &end, Resumes: []time.Time{g.time()}}
 		dir := t.TempDir()
 		if err := writeManifest(dir, &m); err != nil {

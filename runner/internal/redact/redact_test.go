@@ -1,0 +1,190 @@
+package redact
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestIsSecretName(t *testing.T) {
+	tests := []struct {
+		name   string
+		secret bool
+	}{
+		{"API_KEY", true},
+		{"OPENAI_API_KEY", true},
+		{"MY_API_KEY", true},
+		{"HF_TOKEN", true},
+		{"HUGGING_FACE_HUB_TOKEN", true},
+		{"GITHUB_TOKEN", true},
+		{"AWS_SECRET_ACCESS_KEY", true},
+		{"CLIENT_SECRET", true},
+		{"PASSWORD", true},
+		{"DB_PASSWORD", true},
+		{"PGPASS", false}, // one word, not the word "pass"
+		{"DB_PASS", true},
+		{"APIKEY", true},
+		{"x-api-key", true},
+		{"Authorization", true},
+		{"--api-key", true},
+		{"--hf-token", true},
+		{"--token", true},
+		{"access_token", true},
+		{"sig", true},
+
+		{"TOKENIZERS_PARALLELISM", false},
+		{"MAX_TOKENS", false},
+		{"max_tokens", false},
+		{"--max-num-batched-tokens", false},
+		{"--tokenizer", false},
+		{"--tokenizer-mode", false},
+		{"--ssl-keyfile", false},
+		{"--decode-per-token", false},
+		{"--prefill-per-token", false},
+		{"KEEP_ALIVE", false},
+		{"OLLAMA_KEEP_ALIVE", false},
+		{"HF_HOME", false},
+		{"PATH", false},
+		{"VLLM_SERVER_DEV_MODE", false},
+		{"MONKEY", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := IsSecretName(tt.name); got != tt.secret {
+			t.Errorf("IsSecretName(%q) = %v, want %v", tt.name, got, tt.secret)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	const R = Marker
+	tests := []struct{ in, want []string }{
+		{[]string{"vllm", "serve", "m", "--api-key", "sk-1", "--port", "8000"}, []string{"vllm", "serve", "m", "--api-key", R, "--port", "8000"}},
+		{[]string{"--api-key=sk-1"}, []string{"--api-key=" + R}},
+		{[]string{"--hf-token=hf_x", "--max-num-batched-tokens", "2048"}, []string{"--hf-token=" + R, "--max-num-batched-tokens", "2048"}},
+		{[]string{"--token", "t0k3n", "--seed", "1"}, []string{"--token", R, "--seed", "1"}},
+		{[]string{"env", "HF_TOKEN=hf_x", "OLLAMA_KEEP_ALIVE=-1", "VLLM_SERVER_DEV_MODE=1", "TOKENIZERS_PARALLELISM=false"},
+			[]string{"env", "HF_TOKEN=" + R, "OLLAMA_KEEP_ALIVE=-1", "VLLM_SERVER_DEV_MODE=1", "TOKENIZERS_PARALLELISM=false"}},
+		{[]string{"--url", "http://bob:pw@127.0.0.1:8000/v1"}, []string{"--url", "http://bob:" + R + "@127.0.0.1:8000/v1"}},
+		{[]string{"--url", "https://ghp_abcdefgh@example.com/x.git"}, []string{"--url", "https://" + R + "@example.com/x.git"}},
+		{[]string{"--download", "http://h/m.gguf?token=abc123&rev=main"}, []string{"--download", "http://h/m.gguf?token=" + R + "&rev=main"}},
+		{[]string{"--download=http://h/m?api_key=k3y&key=k4y"}, []string{"--download=http://h/m?api_key=" + R + "&key=" + R}},
+		{[]string{"--ready", "/health?token=rp-1&x=1#frag"}, []string{"--ready", "/health?token=" + R + "&x=1#frag"}},
+		{[]string{"-H", "Authorization: Bearer sk-2"}, []string{"-H", "Authorization: Bearer " + R}},
+		{[]string{"-H", "X-Api-Key: abcd-1"}, []string{"-H", "X-Api-Key: " + R}},
+		{[]string{"--header", "Bearer", "sk-3"}, []string{"--header", "Bearer", R}},
+		{[]string{"--api-key", "--port", "1"}, []string{"--api-key", "--port", "1"}}, // a flag, not a value
+		{[]string{"--tokenizer", "gpt2", "--tokenizer-mode", "auto", "--ssl-keyfile", "k.pem"}, []string{"--tokenizer", "gpt2", "--tokenizer-mode", "auto", "--ssl-keyfile", "k.pem"}},
+		// A rate per token is no secret; a token of a named service is.
+		{[]string{"--decode-per-token", "5ms", "--prefill-per-token=200us", "--hf-token", "hf_y"}, []string{"--decode-per-token", "5ms", "--prefill-per-token=200us", "--hf-token", R}},
+		// A secret is hidden wherever else it appears, too.
+		{[]string{"--api-key", "sk-long", "--served-model-name", "model-sk-long"}, []string{"--api-key", R, "--served-model-name", "model-" + R}},
+		{nil, nil},
+	}
+	for _, tt := range tests {
+		if got := Args(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Args(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEnv(t *testing.T) {
+	got := Env(map[string]string{
+		"OPENAI_API_KEY": "sk", "HF_HOME": "/cache", "PROXY": "http://u:p@h",
+		"TOKENIZERS_PARALLELISM": "false", "MAX_TOKENS": "128", "EXTRA_ARGS": "--api-key sk-9 --port 1",
+	})
+	want := map[string]string{
+		"OPENAI_API_KEY": Marker, "HF_HOME": "/cache", "PROXY": "http://u:" + Marker + "@h",
+		"TOKENIZERS_PARALLELISM": "false", "MAX_TOKENS": "128", "EXTRA_ARGS": "--api-key " + Marker + " --port 1",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Env = %v, want %v", got, want)
+	}
+	if Env(nil) != nil {
+		t.Error("Env(nil) is not nil")
+	}
+	secrets := EnvSecrets(map[string]string{"TOKENIZERS_PARALLELISM": "false", "HF_TOKEN": "hf_abc", "PROXY": "http://u:pw1@h"})
+	slices.Sort(secrets)
+	if want := []string{"hf_abc", "pw1"}; !slices.Equal(secrets, want) {
+		t.Errorf("EnvSecrets = %q, want %q", secrets, want)
+	}
+}
+
+func TestReplacer(t *testing.T) {
+	r := New("hidden", "hidden-long", "abc", "")
+	tests := []struct{ in, want string }{
+		{"x hidden-long y", "x " + Marker + " y"},
+		{"hidden and hidden", Marker + " and " + Marker},
+		{"abc is too short to hide", "abc is too short to hide"},
+	}
+	for _, tt := range tests {
+		if got := r.String(tt.in); got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	var none *Replacer
+	if none.String("hidden") != "hidden" || !none.Empty() {
+		t.Error("a nil Replacer hides something")
+	}
+}
+
+func TestLooksLikeKey(t *testing.T) {
+	tests := []struct {
+		s   string
+		key bool
+	}{
+		{"sk-proj-abcdefghijklmnop", true},
+		{"hf_AbCdEfGhIjKlMnOpQrStUv", true},
+		{"ghp_0123456789abcdef", true},
+		{"Xk8Jd93LmQp2Rt7Vw1Zy4Bn6", true},
+		{"OPENAI_API_KEY", false},
+		{"HF_TOKEN", false},
+		{"my_api_key", false},
+		{"sk_KEY", false},
+		{"MY_SERVICE_API_KEY_2024_PROD", false},
+	}
+	for _, tt := range tests {
+		if got := LooksLikeKey(tt.s); got != tt.key {
+			t.Errorf("LooksLikeKey(%q) = %v, want %v", tt.s, got, tt.key)
+		}
+	}
+}
+
+func TestTree(t *testing.T) {
+	in := map[string]any{
+		"api_key":         "sk-tree",
+		"temperature":     0.5,
+		"metadata":        map[string]any{"user": "bob", "auth": map[string]any{"token": 12345678, "value": "abc"}, "urls": []any{"http://u:pw@h/x?sig=abc"}},
+		"max_tokens_hint": 10,
+	}
+	want := map[string]any{
+		"api_key":         Marker,
+		"temperature":     0.5,
+		"metadata":        map[string]any{"user": "bob", "auth": map[string]any{"token": Marker, "value": Marker}, "urls": []any{"http://u:" + Marker + "@h/x?sig=" + Marker}},
+		"max_tokens_hint": 10,
+	}
+	if got := Tree("", in); !reflect.DeepEqual(got, want) {
+		t.Errorf("Tree = %v, want %v", got, want)
+	}
+}
+
+func FuzzArgs(f *testing.F) {
+	f.Add("--api-key\x00sk-1\x00--port\x008000")
+	f.Add("-H\x00Authorization: Bearer sk-2\x00http://u:p@h/?token=t&x=1")
+	f.Add("HF_TOKEN=x\x00--url=http://@h?\x00Bearer")
+	f.Fuzz(func(t *testing.T, s string) {
+		argv := strings.Split(s, "\x00")
+		out := Args(argv)
+		if len(out) != len(argv) {
+			t.Fatalf("Args returned %d words for %d", len(out), len(argv))
+		}
+		joined := strings.Join(out, "\x00")
+		for _, sec := range ArgSecrets(argv) {
+			// A secret made of the marker's letters may reappear across it; others may not.
+			if len(sec) >= minReplace && !strings.ContainsAny(sec, "REDACT") && strings.Contains(joined, sec) {
+				t.Errorf("Args(%q) = %q keeps the secret %q", argv, out, sec)
+			}
+		}
+	})
+}
