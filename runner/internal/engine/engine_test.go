@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1213,5 +1214,42 @@ func BenchmarkServerLog(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Write(line)
+	}
+}
+
+// TestEnvPlaceholders checks that {host}, {port} and {model} in server.env values reach the
+// server replaced, for the command engine and for a preset engine alike, and that the
+// environment shown for the manifest says what the server got.
+func TestEnvPlaceholders(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, stand string
+		srv         experiment.Server
+	}{
+		{"command", "my-server", experiment.Server{Engine: "command", Model: "tiny", ReadyPath: "/health",
+			Command: []string{"my-server", "--port", "{port}"}}},
+		{"vllm", "vllm", experiment.Server{Engine: "vllm", Model: "tiny"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, c.stand)
+			srv := c.srv
+			srv.Env = f.env("FAKE_ECHO", "listening on {host}:{port} for {model}", "MY_ADDR", "{host}:{port}")
+			s, log, err := start(t, srv, StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(s.Port())
+			if err := s.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if want := "listening on " + addr + " for tiny"; !strings.Contains(log.String(), want) {
+				t.Errorf("the server did not print %q:\n%s", want, log)
+			}
+			if want := "MY_ADDR=" + addr; !slices.Contains(s.Env(), want) {
+				t.Errorf("Env() = %q, want it to hold %q", s.Env(), want)
+			}
+		})
 	}
 }

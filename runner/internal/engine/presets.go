@@ -107,23 +107,19 @@ func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 }
 
 // commandPreset runs any other server from server.command, replacing {host}, {port} and
-// {model} in its arguments and in server.env values, and polls server.ready_path (by default
-// /v1/models).
+// {model} in its arguments (Start replaces them in server.env values, for every engine), and
+// polls server.ready_path (by default /v1/models).
 func commandPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if len(srv.Command) == 0 {
 		return nil, errors.New("server.command is required: the server's argv, e.g. [my-server, --port, \"{port}\"]")
 	}
-	r := strings.NewReplacer("{host}", t.Host, "{port}", strconv.Itoa(t.Port), "{model}", srv.Model)
+	r := placeholders(srv, t)
 	argv := make([]string, 0, len(srv.Command)+len(srv.Args))
 	for _, a := range srv.Command {
 		argv = append(argv, r.Replace(a))
 	}
 	for _, a := range srv.Args {
 		argv = append(argv, r.Replace(a))
-	}
-	env := map[string]string{}
-	for k, v := range srv.Env {
-		env[k] = r.Replace(v)
 	}
 	ready := srv.ReadyPath
 	if ready == "" {
@@ -134,7 +130,6 @@ func commandPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	l := &Launch{
 		Argv:       argv,
-		Env:        env,
 		BaseURL:    t.URL(),
 		ReadyPaths: []string{ready},
 		APIKey:     apiKey(srv),
@@ -207,6 +202,26 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 		APIKey:      key,
 		Notes:       ignored(srv, "endpoint", "dtype", "max_model_len", "args", "env", "entrypoint", "command", "port"),
 	}, nil
+}
+
+// placeholders replaces {host}, {port} and {model} with the server's bind host, its port and
+// server.model.
+func placeholders(srv experiment.Server, t Target) *strings.Replacer {
+	return strings.NewReplacer("{host}", t.Host, "{port}", strconv.Itoa(t.Port), "{model}", srv.Model)
+}
+
+// expandEnv returns server.env with the placeholders replaced in its values; nil when it is
+// empty.
+func expandEnv(srv experiment.Server, t Target) map[string]string {
+	if len(srv.Env) == 0 {
+		return nil
+	}
+	r := placeholders(srv, t)
+	env := make(map[string]string, len(srv.Env))
+	for k, v := range srv.Env {
+		env[k] = r.Replace(v)
+	}
+	return env
 }
 
 // apiKey returns the value of the variable server.api_key_env names, or "".

@@ -202,6 +202,9 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		ownDir = true
 	}
 	t := Target{Host: host, Port: port, Executable: exe, Dir: dir}
+	// The port is known only now; a server that takes its address from the environment
+	// (server.env: {MY_PORT: "{port}"}) gets it the same way as one that takes it as an argument.
+	srv.Env = expandEnv(srv, t)
 	l, err := preset(srv, t)
 	if err != nil {
 		if ownDir {

@@ -33,7 +33,7 @@ type Server struct {
 	Dtype        string            // e.g. half, float16, bfloat16, float, auto
 	MaxModelLen  int               // 0 when unset
 	Args         []string          // extra argv, passed as is
-	Env          map[string]string //
+	Env          map[string]string // values: "{host}", "{port}" and "{model}" are substituted
 	ReadyTimeout time.Duration     //
 	Host         string            // bind host; 127.0.0.1 by default
 	Port         int               // 0: pick a free port
