@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1251,5 +1252,35 @@ func TestEnvPlaceholders(t *testing.T) {
 				t.Errorf("Env() = %q, want it to hold %q", s.Env(), want)
 			}
 		})
+	}
+}
+
+// TestEndpointRefusesURLs checks the server.url rules for a server built in code: a query, a
+// fragment or credentials are refused before any request, without quoting the secret.
+func TestEndpointRefusesURLs(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m"}]}`)
+	}))
+	defer ts.Close()
+	host := strings.TrimPrefix(ts.URL, "http://")
+	cases := []struct{ url, want string }{
+		{ts.URL + "/v1?token=hunter2#frag", "must not have a query"},
+		{ts.URL + "/v1#hunter2", "must not have a fragment"},
+		{"http://me:hunter2@" + host, "must not carry credentials"},
+		{"http://me:hun ter2@" + host, "must not carry credentials"},
+	}
+	for _, c := range cases {
+		_, err := Start(context.Background(), experiment.Server{Engine: "endpoint", Model: "m", URL: c.url, ReadyTimeout: time.Second}, StartOptions{})
+		if err == nil || !strings.Contains(err.Error(), "server.url: "+c.want) {
+			t.Errorf("%s: error %v, want %q", c.url, err, c.want)
+		} else if strings.Contains(err.Error(), "ter2") {
+			t.Errorf("%s: the error quotes the secret: %v", c.url, err)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
 	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -171,12 +170,10 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.URL == "" {
 		return nil, errors.New("server.url is required, e.g. http://127.0.0.1:8000")
 	}
-	u, err := url.Parse(srv.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server.url %q: want an http or https URL such as http://127.0.0.1:8000", srv.URL)
-	}
-	if u.User != nil {
-		return nil, errors.New("server.url must not carry credentials; name the variable that holds the key in server.api_key_env")
+	// A file's server.url was checked when it was read; a server built in code gets the same
+	// check, and the same care not to quote a password.
+	if msg := experiment.CheckURL(srv.URL); msg != "" {
+		return nil, fmt.Errorf("server.url: %s", msg)
 	}
 	base := strings.TrimRight(srv.URL, "/")
 	// The OpenAI convention gives base URLs with /v1; the runner adds /v1 itself.

@@ -261,15 +261,41 @@ func (f *field) bounds(x float64) string {
 	return ""
 }
 
+// CheckURL returns what is wrong with s as a server.url, or "" when it is a valid base URL.
+func CheckURL(s string) string { return checkURL(s) }
+
+// checkURL accepts a base URL: http or https, a host, and at most a path. Credentials are
+// refused before anything else, and the message never quotes the URL then, so that a password
+// in it reaches no terminal or CI log. A query or a fragment is refused too: the runner appends
+// its own paths (/v1/models, /v1/completions) to the base URL, so a ?token=... would be sent
+// nowhere useful and would be recorded in the log and the manifest.
 func checkURL(s string) string {
+	if hasUserinfo(s) {
+		return "must not carry credentials (user:password@); put the key in an environment variable and name that variable in server.api_key_env"
+	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("must be an http or https URL such as http://127.0.0.1:8000, not %q", s)
 	}
-	if u.User != nil {
-		return "must not carry credentials; name an environment variable in server.api_key_env instead"
+	if u.RawQuery != "" || u.ForceQuery {
+		return "must not have a query (?...): it is the base URL the runner appends /v1/... to; pass an API key by naming its environment variable in server.api_key_env"
+	}
+	if strings.Contains(s, "#") {
+		return "must not have a fragment (#...): it is the base URL the runner appends /v1/... to"
 	}
 	return ""
+}
+
+// hasUserinfo reports whether the authority of a URL, the part between the scheme and the path,
+// holds an @, that is, a user name or a password. It does not need the URL to parse.
+func hasUserinfo(s string) bool {
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.Contains(s, "@")
 }
 
 func checkEnvName(s string) string {

@@ -86,6 +86,11 @@ var validationCases = []struct {
 	{"entrypoint typo", head + "server:\n  model: m\n  entrypoint: server\n" + okRequest, []string{"5:15: server.entrypoint: must be one of serve, api_server, not \"server\""}, true},
 	{"url without scheme", head + "server:\n  engine: endpoint\n  model: m\n  url: 127.0.0.1:8000\n" + okRequest, []string{"6:8: server.url: must be an http or https URL"}, true},
 	{"url with credentials", head + "server:\n  engine: endpoint\n  model: m\n  url: http://me:secret@host\n" + okRequest, []string{"6:8: server.url: must not carry credentials"}, true},
+	{"url with credentials that do not parse", head + "server:\n  engine: endpoint\n  model: m\n  url: \"http://me:se cret@host\"\n" + okRequest, []string{"6:8: server.url: must not carry credentials"}, true},
+	{"url with a query", head + "server:\n  engine: endpoint\n  model: m\n  url: http://127.0.0.1:8000/v1?token=abc#frag\n" + okRequest, []string{"6:8: server.url: must not have a query"}, true},
+	{"url with an empty query", head + "server:\n  engine: endpoint\n  model: m\n  url: http://127.0.0.1:8000/v1?\n" + okRequest, []string{"6:8: server.url: must not have a query"}, true},
+	{"url with a fragment", head + "server:\n  engine: endpoint\n  model: m\n  url: http://127.0.0.1:8000/v1#models\n" + okRequest, []string{"6:8: server.url: must not have a fragment"}, true},
+	{"url axis with a query", head + "server:\n  engine: endpoint\n  model: m\n" + okRequest + "matrix:\n  server.url: [http://a:8000, \"http://b:8000?key=k\"]\n", []string{"10:31: matrix.server.url[1]: must not have a query"}, true},
 	{"api_key_env is a key", head + "server:\n  engine: endpoint\n  model: m\n  url: http://h\n  api_key_env: sk-abc123\n" + okRequest, []string{"7:16: server.api_key_env: must be the name of an environment variable"}, true},
 	{"ready_path relative", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n  ready_path: health\n" + okRequest, []string{"7:15: server.ready_path: must be a URL path starting with /"}, true},
 	{"args not a list", head + "server:\n  model: m\n  args: --enforce-eager\n" + okRequest, []string{"5:9: server.args: must be a list of arguments, not \"--enforce-eager\""}, true},
@@ -315,7 +320,8 @@ func TestEveryRuleHasACase(t *testing.T) {
 		"document is too large", "missing required field", "unsupported version", "must use only", "unknown field",
 		"it belongs under", "must be a mapping", "must be one of", "must be at least", "must be between",
 		"must be an integer", "must be a number", "must be true or false", "must be a duration", "must be a positive duration",
-		"must not be empty", "must be an http or https URL", "must not carry credentials", "name of an environment variable",
+		"must not be empty", "must be an http or https URL", "must not carry credentials", "must not have a query",
+		"must not have a fragment", "name of an environment variable",
 		"URL path starting with /", "an argument must be a string", "not a valid environment variable name",
 		"is set by the runner", "has its own field", "is not valid in JSON", "prompt name", "names prompt",
 		"no prompt named", "unknown axis", "cannot be a matrix axis", "an axis must be a list", "an axis must have at least one value",
@@ -328,5 +334,31 @@ func TestEveryRuleHasACase(t *testing.T) {
 		if !strings.Contains(all.String(), r) {
 			t.Errorf("no case produces %q", r)
 		}
+	}
+}
+
+// TestURLErrorsDoNotQuoteSecrets checks that a server.url refused for carrying a password or a
+// token is not quoted back: the message reaches terminals and CI logs.
+func TestURLErrorsDoNotQuoteSecrets(t *testing.T) {
+	for _, url := range []string{
+		"http://me:hunter2@127.0.0.1:8000",
+		"http://me:hunter2@127.0.0.1:8000/v1?x=1",
+		"http://me:hun ter2@127.0.0.1:8000",
+		"me:hunter2@127.0.0.1:8000",
+		"http://127.0.0.1:8000/v1?token=hunter2",
+		"http://127.0.0.1:8000/v1#hunter2",
+	} {
+		t.Run(url, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(head+"server:\n  engine: endpoint\n  model: m\n  url: \""+url+"\"\n"+okRequest))
+			if err == nil {
+				t.Fatal("Parse accepted it")
+			}
+			if !strings.HasPrefix(err.Error(), "t.yaml:6:8: server.url: ") {
+				t.Errorf("error %q is not located at the field", err)
+			}
+			if strings.Contains(err.Error(), "hunter") || strings.Contains(err.Error(), "ter2") {
+				t.Errorf("error quotes the secret: %v", err)
+			}
+		})
 	}
 }
