@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -67,6 +68,11 @@ func (f *field) short() string {
 
 var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// hostnameRE is RFC 1123: dot-separated labels of letters, digits and inner hyphens.
+	hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+	// numericRE matches a last label of digits only, which no host name has: 300.1.2.3 is a
+	// mistyped address, not a name.
+	numericRE = regexp.MustCompile(`(^|\.)[0-9]+$`)
 	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
@@ -89,7 +95,7 @@ var fields = []*field{
 		set: func(c *Config, v any) { c.Server.MaxModelLen = v.(int) }, isSet: func(c *Config) bool { return c.Server.MaxModelLen != 0 }},
 	{path: "server.ready_timeout", kind: kindDuration, axis: true,
 		set: func(c *Config, v any) { c.Server.ReadyTimeout = v.(time.Duration) }, isSet: func(c *Config) bool { return c.Server.ReadyTimeout != 0 }},
-	{path: "server.host", kind: kindString, axis: true,
+	{path: "server.host", kind: kindString, check: checkHost, axis: true,
 		set: func(c *Config, v any) { c.Server.Host = v.(string) }, isSet: func(c *Config) bool { return c.Server.Host != "" }},
 	{path: "server.port", kind: kindInt, hasMin: true, min: 0, hasMax: true, max: 65535, axis: true,
 		set: func(c *Config, v any) { c.Server.Port = v.(int) }, isSet: func(c *Config) bool { return c.Server.Port != 0 }},
@@ -296,6 +302,23 @@ func hasUserinfo(s string) bool {
 		s = s[:i]
 	}
 	return strings.Contains(s, "@")
+}
+
+// checkHost accepts an IP address (IPv6 without brackets, as the server's --host flag takes it)
+// or a host name.
+func checkHost(s string) string {
+	if _, err := netip.ParseAddr(s); err == nil {
+		return ""
+	}
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		if _, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil {
+			return fmt.Sprintf("must be an IPv6 address without brackets, such as %s, not %q", s[1:len(s)-1], s)
+		}
+	}
+	if len(s) <= 253 && hostnameRE.MatchString(s) && !numericRE.MatchString(s) {
+		return ""
+	}
+	return fmt.Sprintf("must be an IP address or a host name, such as 127.0.0.1, 0.0.0.0, ::1 or localhost, not %q", s)
 }
 
 func checkEnvName(s string) string {

@@ -84,6 +84,13 @@ var validationCases = []struct {
 	{"port out of range", head + "server:\n  model: m\n  port: 70000\n" + okRequest, []string{"5:9: server.port: must be between 0 and 65535, not 70000"}, true},
 	{"ready_timeout bare number", head + "server:\n  model: m\n  ready_timeout: 600\n" + okRequest, []string{"5:18: server.ready_timeout: must be a duration with a unit, such as \"600s\""}, true},
 	{"entrypoint typo", head + "server:\n  model: m\n  entrypoint: server\n" + okRequest, []string{"5:15: server.entrypoint: must be one of serve, api_server, not \"server\""}, true},
+	{"host with a space", head + "server:\n  model: m\n  host: 'bad host'\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name, such as 127.0.0.1, 0.0.0.0, ::1 or localhost, not \"bad host\""}, true},
+	{"host with a port", head + "server:\n  model: m\n  host: 127.0.0.1:8000\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, true},
+	{"host as a url", head + "server:\n  model: m\n  host: http://localhost\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, true},
+	{"host with an underscore", head + "server:\n  model: m\n  host: my_host\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, true},
+	{"host a mistyped address", head + "server:\n  model: m\n  host: 127.0.0.256\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, false},
+	{"host in brackets", head + "server:\n  model: m\n  host: \"[::1]\"\n" + okRequest, []string{"5:9: server.host: must be an IPv6 address without brackets, such as ::1"}, true},
+	{"host axis value", head + okServer + okRequest + "matrix:\n  server.host: [127.0.0.1, 'lo cal']\n", []string{"9:28: matrix.server.host[1]: must be an IP address or a host name"}, true},
 	{"url without scheme", head + "server:\n  engine: endpoint\n  model: m\n  url: 127.0.0.1:8000\n" + okRequest, []string{"6:8: server.url: must be an http or https URL"}, true},
 	{"url with credentials", head + "server:\n  engine: endpoint\n  model: m\n  url: http://me:secret@host\n" + okRequest, []string{"6:8: server.url: must not carry credentials"}, true},
 	{"url with credentials that do not parse", head + "server:\n  engine: endpoint\n  model: m\n  url: \"http://me:se cret@host\"\n" + okRequest, []string{"6:8: server.url: must not carry credentials"}, true},
@@ -321,7 +328,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 		"it belongs under", "must be a mapping", "must be one of", "must be at least", "must be between",
 		"must be an integer", "must be a number", "must be true or false", "must be a duration", "must be a positive duration",
 		"must not be empty", "must be an http or https URL", "must not carry credentials", "must not have a query",
-		"must not have a fragment", "name of an environment variable",
+		"must not have a fragment", "must be an IP address or a host name", "without brackets", "name of an environment variable",
 		"URL path starting with /", "an argument must be a string", "not a valid environment variable name",
 		"is set by the runner", "has its own field", "is not valid in JSON", "prompt name", "names prompt",
 		"no prompt named", "unknown axis", "cannot be a matrix axis", "an axis must be a list", "an axis must have at least one value",
@@ -358,6 +365,18 @@ func TestURLErrorsDoNotQuoteSecrets(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "hunter") || strings.Contains(err.Error(), "ter2") {
 				t.Errorf("error quotes the secret: %v", err)
+			}
+		})
+	}
+}
+
+// TestHostsAccepted checks that the addresses and names a server can bind to pass both the
+// rules and the schema.
+func TestHostsAccepted(t *testing.T) {
+	for _, host := range []string{"127.0.0.1", "0.0.0.0", "::", "::1", "fe80::1%eth0", "::ffff:127.0.0.1", "localhost", "gpu-node-7", "my-host.example.com", "10.0.0.5"} {
+		t.Run(host, func(t *testing.T) {
+			if _, err := Parse("t.yaml", []byte(head+"server:\n  model: m\n  host: \""+host+"\"\n"+okRequest)); err != nil {
+				t.Errorf("host %q refused: %v", host, err)
 			}
 		})
 	}
