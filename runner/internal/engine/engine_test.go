@@ -187,6 +187,31 @@ func TestEveryExperimentEngineHasAPreset(t *testing.T) {
 	}
 }
 
+// TestCacheResetAgreesWithExperiment checks that the engines the experiment format lets use
+// cache: reset are exactly those whose preset has a way to empty the prefix cache.
+func TestCacheResetAgreesWithExperiment(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(OllamaEnv, self) // any executable: the ollama preset only looks it up
+	target := Target{Host: "127.0.0.1", Port: 1, Executable: self, Dir: t.TempDir()}
+	for _, name := range experiment.Engines {
+		preset, err := lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := experiment.Server{Engine: name, Model: "m", Command: []string{"srv", "{port}"}, URL: "http://127.0.0.1:1"}
+		l, err := preset(srv, target)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if has := l.ResetPath != "" || l.Reset != nil; has != experiment.CanResetCache(name) {
+			t.Errorf("engine %s: the preset has a reset: %v; the experiment format says it can reset: %v", name, has, experiment.CanResetCache(name))
+		}
+	}
+}
+
 func TestVLLMSetsDevMode(t *testing.T) {
 	t.Parallel()
 	l, err := vllmPreset(experiment.Server{Model: "m"}, Target{Host: "127.0.0.1", Port: 1})

@@ -22,7 +22,7 @@ const (
 	DefaultAPI            = "completions"
 	DefaultRepetitions    = 10
 	DefaultWarmup         = 1
-	DefaultCache          = "reset"
+	DefaultCache          = "reset" // keep for a config that cannot reset (CanResetCache)
 	DefaultOrder          = "sequential"
 	DefaultRequestTimeout = 5 * time.Minute
 	DefaultReadyTimeout   = 10 * time.Minute // engines that boot a server, but sim

@@ -16,7 +16,7 @@ type Experiment struct {
 	Matrix      Matrix
 	Repetitions int
 	Warmup      int
-	Cache       string // "reset" | "keep"; "" means the default, reset
+	Cache       string // "reset" | "keep"; "" means the default: reset where the engine can, else keep
 	Order       Order
 	Timeouts    Timeouts
 

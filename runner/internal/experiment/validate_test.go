@@ -184,6 +184,15 @@ var validationCases = []struct {
 	{"command without port", head + "server:\n  engine: command\n  model: m\n  command: [srv, --port, \"8000\"]\n" + okRequest, []string{"6:12: server.command: must pass the port with a {port} placeholder, or server.port must be set"}, false},
 	{"entrypoint on sglang", head + "server:\n  engine: sglang\n  model: m\n  entrypoint: serve\n" + okRequest, []string{"6:15: server.entrypoint: does not apply to engine sglang; it is for vllm"}, false},
 
+	{"cache reset on command", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n" + okRequest + "cache: reset\n",
+		[]string{"10:8: cache: engine command cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (vllm, sglang, ollama, sim)"}, false},
+	{"cache reset on a swept engine", head + "server:\n  model: m.gguf\n" + okRequest + "cache: reset\nmatrix:\n  server.engine: [vllm, llamacpp]\n",
+		[]string{"8:8: cache: engine llamacpp cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (vllm, sglang, ollama, sim) (config engine=llamacpp)"}, false},
+	{"cache axis on command", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n" + okRequest + "matrix:\n  cache: [keep, reset]\n",
+		[]string{"11:17: matrix.cache[1]: engine command cannot empty its prefix cache"}, false},
+	{"cache reset without dev mode", head + "server:\n  model: m\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest + "cache: reset\n",
+		[]string{"9:8: cache: engine vllm empties its prefix cache only with VLLM_SERVER_DEV_MODE=1, and server.env sets it to \"0\": set cache: keep"}, false},
+
 	// Everything at once: each problem is reported, in file order.
 	{"several problems", "version: 1\nname: T\nserver:\n  model: m\n  dtype: halff\nrequest:\n  prompt: hi\n  max_tokens: 0\nrepetitons: 3\n",
 		[]string{"2:7: name: must use only", "5:10: server.dtype: must be one of", "8:15: request.max_tokens: must be at least 1, not 0", "9:1: repetitons: unknown field \"repetitons\" (did you mean \"repetitions\"?)"}, true},
@@ -328,7 +337,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 		"it belongs under", "must be a mapping", "must be one of", "must be at least", "must be between",
 		"must be an integer", "must be a number", "must be true or false", "must be a duration", "must be a positive duration",
 		"must not be empty", "must be an http or https URL", "must not carry credentials", "must not have a query",
-		"must not have a fragment", "must be an IP address or a host name", "without brackets", "name of an environment variable",
+		"must not have a fragment", "cannot empty its prefix cache", "only with VLLM_SERVER_DEV_MODE=1", "must be an IP address or a host name", "without brackets", "name of an environment variable",
 		"URL path starting with /", "an argument must be a string", "not a valid environment variable name",
 		"is set by the runner", "has its own field", "is not valid in JSON", "prompt name", "names prompt",
 		"no prompt named", "unknown axis", "cannot be a matrix axis", "an axis must be a list", "an axis must have at least one value",
