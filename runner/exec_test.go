@@ -332,6 +332,27 @@ func TestRunInterruptAndResume(t *testing.T) {
 	}
 }
 
+// TestRunBootWantsAKey boots the simulator with an API key of its own: the runner cannot send
+// one to a server it boots, so the hint must say to start it without one, not suggest
+// server.api_key_env, which engine sim does not take.
+func TestRunBootWantsAKey(t *testing.T) {
+	bin := buildRunner(t)
+	dir := t.TempDir()
+	marker := fmt.Sprintf("key-model-%d", time.Now().UnixNano())
+	file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--api-key", "sk-sim-0123456789"`, 1))
+	code, stdout, stderr := runBinary(t, bin, file, "--results", filepath.Join(dir, "results"))
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+	if !strings.Contains(stderr, "401") || !strings.Contains(stderr, "start sim without one") || !strings.Contains(stderr, "--api-key and VLLM_API_KEY in server.args") {
+		t.Errorf("stderr lacks the 401 and the hint to start the server without a key:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "api_key_env") || strings.Contains(stderr, "sk-sim-0123456789") {
+		t.Errorf("stderr suggests server.api_key_env or shows the key:\n%s", stderr)
+	}
+}
+
 // TestRunBootFailure checks that a server that cannot boot fails its configs with the engine's
 // hint, leaves no process, and exits 1.
 func TestRunBootFailure(t *testing.T) {
@@ -369,7 +390,7 @@ func TestRunBootFailure(t *testing.T) {
 		t.Fatalf("--quiet: exit %d, want 1\n%s\n%s", code, stdout, stderr)
 	}
 	checkNoSurvivors(t, marker)
-	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "set server.dtype: half") {
+	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "pass --dtype half in server.args") {
 		t.Errorf("--quiet: stderr lacks the boot failure and its hint:\n%s", stderr)
 	}
 	if strings.Contains(stderr, "booting") || strings.Contains(stderr, "requests to send") {

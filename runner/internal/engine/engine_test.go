@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -1307,5 +1308,75 @@ func TestEndpointRefusesURLs(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the server got %d requests", n)
+	}
+}
+
+// settingRE finds the experiment settings a hint names.
+var settingRE = regexp.MustCompile(`server\.[a-z_]+`)
+
+// TestHintsNameSettingsTheEngineTakes checks every hint, for every engine, against the
+// experiment format and the presets: a setting a hint tells the user to change must be one an
+// experiment file may set for that engine, and one the engine's preset does not ignore.
+func TestHintsNameSettingsTheEngineTakes(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(OllamaEnv, self) // any executable: the ollama preset only looks it up
+	t.Setenv("K", "sk-test")  // the key variable of the endpoint case
+	logs, err := filepath.Glob("testdata/boot/*.log")
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no boot logs: %v", err)
+	}
+	// A value for each setting, as a line under server:.
+	values := map[string]string{
+		"server.dtype": "dtype: half", "server.max_model_len": "max_model_len: 4096", "server.model": "model: m",
+		"server.host": "host: 127.0.0.1", "server.port": "port: 8000", "server.args": "args: [--x]",
+		"server.env": "env: {A: b}", "server.ready_timeout": "ready_timeout: 1m", "server.ready_path": "ready_path: /health",
+		"server.api_key_env": "api_key_env: K", "server.url": "url: http://127.0.0.1:1",
+		"server.command": "command: [srv, \"{port}\"]", "server.entrypoint": "entrypoint: serve",
+	}
+	base := map[string]string{"command": "  command: [srv, \"{port}\"]\n", "endpoint": "  url: http://127.0.0.1:1\n"}
+	target := Target{Host: "127.0.0.1", Port: 1, Executable: self, Dir: t.TempDir()}
+	for _, eng := range experiment.Engines {
+		hints := []string{authHint(eng, false), authHint(eng, true)}
+		for _, f := range logs {
+			if experiment.Boots(eng) { // a server the runner does not start has no log to read
+				hints = append(hints, HintFor(eng, "127.0.0.1", 8000, readLines(t, f)))
+			}
+		}
+		for _, h := range hints {
+			for _, setting := range settingRE.FindAllString(h, -1) {
+				v, ok := values[setting]
+				if !ok {
+					t.Errorf("engine %s: hint %q names %s, which the test has no value for", eng, h, setting)
+					continue
+				}
+				yaml := "version: 1\nname: t\nserver:\n  engine: " + eng + "\n  model: m\n" + base[eng]
+				if !strings.Contains(yaml, "  "+strings.SplitN(v, ":", 2)[0]+":") {
+					yaml += "  " + v + "\n"
+				}
+				yaml += "request:\n  prompt: hi\n  max_tokens: 8\ncache: keep\n"
+				e, err := experiment.Parse("t.yaml", []byte(yaml))
+				var cfgs []experiment.Config
+				if err == nil {
+					cfgs, err = e.Expand()
+				}
+				if err != nil {
+					t.Errorf("engine %s: hint %q names %s, which an experiment cannot set for it: %v", eng, h, setting, err)
+					continue
+				}
+				preset, _ := lookup(eng)
+				l, err := preset(cfgs[0].Server, target)
+				if err != nil {
+					t.Fatalf("engine %s with %s: %v", eng, setting, err)
+				}
+				for _, n := range l.Notes {
+					if strings.Contains(n, setting+" is not used") {
+						t.Errorf("engine %s: hint %q names %s, which the engine ignores", eng, h, setting)
+					}
+				}
+			}
+		}
 	}
 }

@@ -522,7 +522,7 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
 			return &bootFailure{
 				reason: fmt.Sprintf("GET %s answered %d %s", path, status, http.StatusText(status)),
-				hint:   "the server refused the runner's credentials: check the key in the variable server.api_key_env names",
+				hint:   authHint(s.engine, s.launch.APIKey != ""),
 			}
 		default:
 			last, refused = fmt.Sprintf("answered %d %s", status, http.StatusText(status)), false
