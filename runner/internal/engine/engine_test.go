@@ -1380,3 +1380,43 @@ func TestHintsNameSettingsTheEngineTakes(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointKeyNotAHeaderValue checks that an API key that cannot be a header value fails
+// Start at once, before any request, naming the variable and not the key.
+func TestEndpointKeyNotAHeaderValue(t *testing.T) {
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m"}]}`)
+	}))
+	defer ts.Close()
+	cases := []struct{ key, want string }{
+		{"sk-0123456789\n", "a line break (\\n) at its end"},
+		{"sk-0123\r\n456789", "a carriage return (\\r) at byte 8 of 15"},
+		{"sk-0123\x07456789", "a control character (0x07) at byte 8"},
+		{"sk-0123456789\x7f", "a control character (0x7f) at its end"},
+	}
+	for _, c := range cases {
+		t.Setenv("ENGINE_TEST_BAD_KEY", c.key)
+		start := time.Now()
+		_, err := Start(context.Background(), experiment.Server{Engine: "endpoint", Model: "m", URL: ts.URL,
+			APIKeyEnv: "ENGINE_TEST_BAD_KEY", ReadyTimeout: 3 * time.Second}, StartOptions{})
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%q: Start took %s; want it to fail at once", c.key, took)
+		}
+		if err == nil || !strings.Contains(err.Error(), "ENGINE_TEST_BAD_KEY") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want one naming the variable and saying %q", c.key, err, c.want)
+		} else if strings.Contains(err.Error(), "0123") {
+			t.Errorf("%q: the error shows the key: %v", c.key, err)
+		}
+	}
+	t.Setenv("ENGINE_TEST_BAD_KEY", "sk-with\ttab and space")
+	s, err := Start(context.Background(), experiment.Server{Engine: "endpoint", Model: "m", URL: ts.URL, APIKeyEnv: "ENGINE_TEST_BAD_KEY"}, StartOptions{})
+	if err != nil {
+		t.Fatalf("a key with a tab and a space: %v", err)
+	}
+	s.Stop(context.Background())
+	if n := hits.Load(); n == 0 {
+		t.Errorf("the valid key sent no request")
+	}
+}

@@ -189,6 +189,11 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.APIKeyEnv != "" && key == "" {
 		return nil, fmt.Errorf("server.api_key_env names %s, which is not set or empty", srv.APIKeyEnv)
 	}
+	// Go's HTTP client refuses such a header on every request, and readiness would retry it
+	// until server.ready_timeout; say so at once, naming the variable and never the key.
+	if msg := headerValueProblem(key); msg != "" {
+		return nil, fmt.Errorf("server.api_key_env names %s, whose value cannot be sent in an HTTP header: it holds %s; set it to the key alone", srv.APIKeyEnv, msg)
+	}
 	// A running vLLM answers /version, and /reset_prefix_cache when it was started with
 	// VLLM_SERVER_DEV_MODE=1; other servers answer 404 and are recorded as having neither.
 	return &Launch{
@@ -219,6 +224,31 @@ func expandEnv(srv experiment.Server, t Target) map[string]string {
 		env[k] = r.Replace(v)
 	}
 	return env
+}
+
+// headerValueProblem describes the first byte of v that an HTTP header value cannot hold (a
+// control character other than tab, as RFC 9110 and Go's net/http rule), without quoting v;
+// "" when v is valid.
+func headerValueProblem(v string) string {
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		if (b >= 0x20 || b == '\t') && b != 0x7f {
+			continue
+		}
+		what := fmt.Sprintf("a control character (0x%02x)", b)
+		switch b {
+		case '\n':
+			what = "a line break (\\n)"
+		case '\r':
+			what = "a carriage return (\\r)"
+		}
+		where := fmt.Sprintf("at byte %d of %d", i+1, len(v))
+		if i == len(v)-1 {
+			where = "at its end"
+		}
+		return what + " " + where
+	}
+	return ""
 }
 
 // apiKey returns the value of the variable server.api_key_env names, or "".
