@@ -458,6 +458,35 @@ func checkInterruptedAndResume(t *testing.T, bin, file, folder string, want int)
 	}
 }
 
+// TestRunBootWantsAKey boots the simulator with an API key set in its environment, which the
+// runner cannot see: the hint must say to give the key as --api-key in server.args (which the
+// runner sends) or to start the server without one, not suggest server.api_key_env, which
+// engine sim does not take. Given as --api-key, the same key works.
+func TestRunBootWantsAKey(t *testing.T) {
+	bin := buildRunner(t)
+	dir := t.TempDir()
+	marker := fmt.Sprintf("key-model-%d", time.Now().UnixNano())
+	body := strings.Replace(simExperiment(marker, "", 1), "  args: []\n", "  env: {VLLM_API_KEY: sk-sim-0123456789}\n", 1)
+	file := writeExperiment(t, dir, "e2e", body)
+	code, stdout, stderr := runBinary(t, bin, file, "--results", filepath.Join(dir, "results"))
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+	if !strings.Contains(stderr, "401") || !strings.Contains(stderr, "start sim without one") ||
+		!strings.Contains(stderr, "the runner sends the key given as --api-key in server.args, not only as VLLM_API_KEY") {
+		t.Errorf("stderr lacks the 401 and the hint:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "api_key_env") || strings.Contains(stderr, "sk-sim-0123456789") {
+		t.Errorf("stderr suggests server.api_key_env or shows the key:\n%s", stderr)
+	}
+	file = writeExperiment(t, dir, "e2e", simExperiment(marker, `"--api-key", "sk-sim-0123456789"`, 1))
+	if code, stdout, stderr := runBinary(t, bin, file, "--results", filepath.Join(dir, "results2")); code != 0 {
+		t.Fatalf("with --api-key in server.args: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	checkNoSurvivors(t, marker)
+}
+
 // TestRunBootFailure checks that a server that cannot boot fails its configs with the engine's
 // hint, leaves no process, and exits 1.
 func TestRunBootFailure(t *testing.T) {
@@ -501,7 +530,7 @@ func TestRunBootFailure(t *testing.T) {
 		t.Fatalf("--quiet: exit %d, want 1\n%s\n%s", code, stdout, stderr)
 	}
 	checkNoSurvivors(t, marker)
-	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "set server.dtype: half") {
+	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "pass --dtype half in server.args") {
 		t.Errorf("--quiet: stderr lacks the boot failure and its hint:\n%s", stderr)
 	}
 	if strings.Contains(stderr, "booting") || strings.Contains(stderr, "requests to send") {

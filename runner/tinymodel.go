@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/onelayerdown/runner/runner/internal/gguf"
@@ -43,6 +45,9 @@ its token limit. The same seed and params always give the same file.
 	if err != nil {
 		return usageError("tinymodel: %v", err)
 	}
+	if err := checkModelPath(rest[0]); err != nil {
+		return err
+	}
 	if err := gguf.WriteTinyLlamaFile(rest[0], p); err != nil {
 		return err
 	}
@@ -52,4 +57,38 @@ its token limit. The same seed and params always give the same file.
 	}
 	fmt.Fprintf(stdout, "%s: %d parameters, %d bytes (%s)\n", rest[0], p.ParamCount(), st.Size(), p)
 	return nil
+}
+
+// checkModelPath refuses an output path that holds anything but a regular file. The model is
+// written to a temporary file that is then renamed over the path, so a symbolic link, a named
+// pipe or a device there would be replaced by the model rather than written through. Lstat,
+// not Stat: a link is judged as itself, never by what it points at.
+func checkModelPath(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tinymodel: %w", err)
+	}
+	var what string
+	switch m := st.Mode(); {
+	case m.IsRegular():
+		return nil
+	case m&fs.ModeSymlink != 0:
+		what = "is a symbolic link"
+	case m.IsDir():
+		what = "is a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "is a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		what = "is a character device"
+	case m&fs.ModeDevice != 0:
+		what = "is a block device"
+	case m&fs.ModeSocket != 0:
+		what = "is a socket"
+	default:
+		what = "is not a regular file"
+	}
+	return usageError("tinymodel: %s %s: write the model to a regular file or a new path", path, what)
 }

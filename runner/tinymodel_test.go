@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/onelayerdown/runner/runner/internal/gguf"
@@ -85,5 +88,89 @@ func TestCmdTinyModel(t *testing.T) {
 				t.Errorf("mode %v, want 0644", st.Mode().Perm())
 			}
 		})
+	}
+}
+
+// TestCmdTinyModelRefusesSpecialFiles checks that the output path is written only when it is a
+// regular file or new: anything else stays as it was and the command exits with status 2.
+func TestCmdTinyModelRefusesSpecialFiles(t *testing.T) {
+	const small = "embd=16,layers=1,heads=2,kv_heads=2,ff=8,ctx=32"
+	devNull, err := os.Stat("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.gguf")
+	if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		make func(path string) error // creates what is at the path; nil: nothing
+		want string                  // the refusal, or "" when the model must be written
+		kind fs.FileMode             // the type the path must still have after a refusal
+	}{
+		{"new path", nil, "", 0},
+		{"regular file", func(p string) error { return os.WriteFile(p, []byte("old"), 0o644) }, "", 0},
+		{"symbolic link", func(p string) error { return os.Symlink(target, p) }, "is a symbolic link", fs.ModeSymlink},
+		{"dangling symbolic link", func(p string) error { return os.Symlink(filepath.Join(dir, "nowhere"), p) }, "is a symbolic link", fs.ModeSymlink},
+		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "is a named pipe", fs.ModeNamedPipe},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, "is a directory", fs.ModeDir},
+		// A node with /dev/null's own device number, made in the test's directory: the real
+		// /dev/null is only looked at. Making a device node needs privileges.
+		{"character device", func(p string) error {
+			st := devNull.Sys().(*syscall.Stat_t)
+			return syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev))
+		}, "is a character device", fs.ModeDevice | fs.ModeCharDevice},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("out%d.gguf", i))
+			if tt.make != nil {
+				if err := tt.make(path); err != nil {
+					if errors.Is(err, syscall.EPERM) {
+						t.Skipf("cannot make it here: %v", err)
+					}
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{"tinymodel", path, "--params", small}, &stdout, &stderr)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("run: %v", err)
+				}
+				if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
+					t.Fatalf("no model written at %s: %v", path, err)
+				}
+				return
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, tt.want) || !strings.Contains(ee.msg, path) {
+				t.Fatalf("error = %v, want exit status 2 saying %q", err, tt.want)
+			}
+			st, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Type() != tt.kind {
+				t.Errorf("%s is now %v, want it left as %v", path, st.Mode().Type(), tt.kind)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), ".") {
+					t.Errorf("a temporary file %s was left behind", e.Name())
+				}
+			}
+		})
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep me" {
+		t.Errorf("the link's target changed: %q, %v", b, err)
+	}
+	if st, err := os.Stat("/dev/null"); err != nil || st.Mode().Type() != devNull.Mode().Type() {
+		t.Errorf("/dev/null is no longer a device: %v, %v", st, err)
 	}
 }

@@ -15,11 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -183,6 +185,31 @@ func TestEveryExperimentEngineHasAPreset(t *testing.T) {
 	for _, name := range experiment.Engines {
 		if _, err := lookup(name); err != nil {
 			t.Errorf("engine %q of the experiment format: %v", name, err)
+		}
+	}
+}
+
+// TestCacheResetAgreesWithExperiment checks that the engines the experiment format lets use
+// cache: reset are exactly those whose preset has a way to empty the prefix cache.
+func TestCacheResetAgreesWithExperiment(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(OllamaEnv, self) // any executable: the ollama preset only looks it up
+	target := Target{Host: "127.0.0.1", Port: 1, Executable: self, Dir: t.TempDir()}
+	for _, name := range experiment.Engines {
+		preset, err := lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := experiment.Server{Engine: name, Model: "m", Command: []string{"srv", "{port}"}, URL: "http://127.0.0.1:1"}
+		l, err := preset(srv, target)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if has := l.ResetPath != "" || l.Reset != nil; has != experiment.CanResetCache(name) {
+			t.Errorf("engine %s: the preset has a reset: %v; the experiment format says it can reset: %v", name, has, experiment.CanResetCache(name))
 		}
 	}
 }
@@ -1305,5 +1332,182 @@ func TestEndpointErrorsHideSecrets(t *testing.T) {
 		if strings.Contains(err.Error(), tt.secret) {
 			t.Errorf("the error repeats the secret: %v", err)
 		}
+	}
+}
+
+// TestEnvPlaceholders checks that {host}, {port} and {model} in server.env values reach the
+// server replaced, for the command engine and for a preset engine alike, and that the
+// environment shown for the manifest says what the server got.
+func TestEnvPlaceholders(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, stand string
+		srv         experiment.Server
+	}{
+		{"command", "my-server", experiment.Server{Engine: "command", Model: "tiny", ReadyPath: "/health",
+			Command: []string{"my-server", "--port", "{port}"}}},
+		{"vllm", "vllm", experiment.Server{Engine: "vllm", Model: "tiny"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, c.stand)
+			srv := c.srv
+			srv.Env = f.env("FAKE_ECHO", "listening on {host}:{port} for {model}", "MY_ADDR", "{host}:{port}")
+			s, log, err := start(t, srv, StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(s.Port())
+			if err := s.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if want := "listening on " + addr + " for tiny"; !strings.Contains(log.String(), want) {
+				t.Errorf("the server did not print %q:\n%s", want, log)
+			}
+			if want := "MY_ADDR=" + addr; !slices.Contains(s.Env(), want) {
+				t.Errorf("Env() = %q, want it to hold %q", s.Env(), want)
+			}
+		})
+	}
+}
+
+// TestEndpointRefusesURLs checks the server.url rules for a server built in code: a query, a
+// fragment or credentials are refused before any request, without quoting the secret.
+func TestEndpointRefusesURLs(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m"}]}`)
+	}))
+	defer ts.Close()
+	host := strings.TrimPrefix(ts.URL, "http://")
+	cases := []struct{ url, want string }{
+		{ts.URL + "/v1?token=hunter2#frag", "must not have a query"},
+		{ts.URL + "/v1#hunter2", "must not have a fragment"},
+		{"http://me:hunter2@" + host, "must not carry credentials"},
+		{"http://me:hun ter2@" + host, "must not carry credentials"},
+	}
+	for _, c := range cases {
+		_, err := Start(context.Background(), experiment.Server{Engine: "endpoint", Model: "m", URL: c.url, ReadyTimeout: time.Second}, StartOptions{})
+		if err == nil || !strings.Contains(err.Error(), "server.url: "+c.want) {
+			t.Errorf("%s: error %v, want %q", c.url, err, c.want)
+		} else if strings.Contains(err.Error(), "ter2") {
+			t.Errorf("%s: the error quotes the secret: %v", c.url, err)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+}
+
+// settingRE finds the experiment settings a hint names.
+var settingRE = regexp.MustCompile(`server\.[a-z_]+`)
+
+// TestHintsNameSettingsTheEngineTakes checks every hint, for every engine, against the
+// experiment format and the presets: a setting a hint tells the user to change must be one an
+// experiment file may set for that engine, and one the engine's preset does not ignore.
+func TestHintsNameSettingsTheEngineTakes(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(OllamaEnv, self) // any executable: the ollama preset only looks it up
+	t.Setenv("K", "sk-test")  // the key variable of the endpoint case
+	logs, err := filepath.Glob("testdata/boot/*.log")
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no boot logs: %v", err)
+	}
+	// A value for each setting, as a line under server:.
+	values := map[string]string{
+		"server.dtype": "dtype: half", "server.max_model_len": "max_model_len: 4096", "server.model": "model: m",
+		"server.host": "host: 127.0.0.1", "server.port": "port: 8000", "server.args": "args: [--x]",
+		"server.env": "env: {A: b}", "server.ready_timeout": "ready_timeout: 1m", "server.ready_path": "ready_path: /health",
+		"server.api_key_env": "api_key_env: K", "server.url": "url: http://127.0.0.1:1",
+		"server.command": "command: [srv, \"{port}\"]", "server.entrypoint": "entrypoint: serve",
+	}
+	base := map[string]string{"command": "  command: [srv, \"{port}\"]\n", "endpoint": "  url: http://127.0.0.1:1\n"}
+	target := Target{Host: "127.0.0.1", Port: 1, Executable: self, Dir: t.TempDir()}
+	for _, eng := range experiment.Engines {
+		hints := []string{authHint(eng, false), authHint(eng, true)}
+		for _, f := range logs {
+			if experiment.Boots(eng) { // a server the runner does not start has no log to read
+				hints = append(hints, HintFor(eng, "127.0.0.1", 8000, readLines(t, f)))
+			}
+		}
+		for _, h := range hints {
+			for _, setting := range settingRE.FindAllString(h, -1) {
+				v, ok := values[setting]
+				if !ok {
+					t.Errorf("engine %s: hint %q names %s, which the test has no value for", eng, h, setting)
+					continue
+				}
+				yaml := "version: 1\nname: t\nserver:\n  engine: " + eng + "\n  model: m\n" + base[eng]
+				if !strings.Contains(yaml, "  "+strings.SplitN(v, ":", 2)[0]+":") {
+					yaml += "  " + v + "\n"
+				}
+				yaml += "request:\n  prompt: hi\n  max_tokens: 8\ncache: keep\n"
+				e, err := experiment.Parse("t.yaml", []byte(yaml))
+				var cfgs []experiment.Config
+				if err == nil {
+					cfgs, err = e.Expand()
+				}
+				if err != nil {
+					t.Errorf("engine %s: hint %q names %s, which an experiment cannot set for it: %v", eng, h, setting, err)
+					continue
+				}
+				preset, _ := lookup(eng)
+				l, err := preset(cfgs[0].Server, target)
+				if err != nil {
+					t.Fatalf("engine %s with %s: %v", eng, setting, err)
+				}
+				for _, n := range l.Notes {
+					if strings.Contains(n, setting+" is not used") {
+						t.Errorf("engine %s: hint %q names %s, which the engine ignores", eng, h, setting)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEndpointKeyNotAHeaderValue checks that an API key that cannot be a header value fails
+// Start at once, before any request, naming the variable and not the key.
+func TestEndpointKeyNotAHeaderValue(t *testing.T) {
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m"}]}`)
+	}))
+	defer ts.Close()
+	cases := []struct{ key, want string }{
+		{"sk-0123456789\n", "a line break (\\n) at its end"},
+		{"sk-0123\r\n456789", "a carriage return (\\r) at byte 8 of 15"},
+		{"sk-0123\x07456789", "a control character (0x07) at byte 8"},
+		{"sk-0123456789\x7f", "a control character (0x7f) at its end"},
+	}
+	for _, c := range cases {
+		t.Setenv("ENGINE_TEST_BAD_KEY", c.key)
+		start := time.Now()
+		_, err := Start(context.Background(), experiment.Server{Engine: "endpoint", Model: "m", URL: ts.URL,
+			APIKeyEnv: "ENGINE_TEST_BAD_KEY", ReadyTimeout: 3 * time.Second}, StartOptions{})
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%q: Start took %s; want it to fail at once", c.key, took)
+		}
+		if err == nil || !strings.Contains(err.Error(), "ENGINE_TEST_BAD_KEY") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want one naming the variable and saying %q", c.key, err, c.want)
+		} else if strings.Contains(err.Error(), "0123") {
+			t.Errorf("%q: the error shows the key: %v", c.key, err)
+		}
+	}
+	t.Setenv("ENGINE_TEST_BAD_KEY", "sk-with\ttab and space")
+	s, err := Start(context.Background(), experiment.Server{Engine: "endpoint", Model: "m", URL: ts.URL, APIKeyEnv: "ENGINE_TEST_BAD_KEY"}, StartOptions{})
+	if err != nil {
+		t.Fatalf("a key with a tab and a space: %v", err)
+	}
+	s.Stop(context.Background())
+	if n := hits.Load(); n == 0 {
+		t.Errorf("the valid key sent no request")
 	}
 }

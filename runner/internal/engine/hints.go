@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -29,12 +30,15 @@ var hintRules = []hintRule{
 		name: "bf16",
 		keys: []string{"Bfloat16"},
 		re:   regexp.MustCompile(`Bfloat16 is only supported on GPUs with compute capability of at least [0-9.]+[.;](?: [Yy]our (.+?) GPU has compute capability (\d+(?:\.\d+)?))?`),
-		text: func(m []string, _ hintInfo) string {
+		text: func(m []string, in hintInfo) string {
 			gpu := "this GPU"
 			if m[1] != "" {
 				gpu = fmt.Sprintf("this GPU (%s, compute capability %s)", m[1], m[2])
 			}
-			return gpu + " has no bf16: set server.dtype: half"
+			if in.passes("server.dtype") {
+				return gpu + " has no bf16: set server.dtype: half"
+			}
+			return gpu + " has no bf16: pass --dtype half in " + in.argvOr("the server's arguments")
 		},
 	},
 	{
@@ -43,8 +47,8 @@ var hintRules = []hintRule{
 		name: "kv-cache",
 		keys: []string{"max seq len"},
 		re:   regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`),
-		text: func(m []string, _ hintInfo) string {
-			return fmt.Sprintf("the KV cache holds %s tokens, less than max_model_len %s: lower server.max_model_len to at most %s, or give the KV cache more memory (--gpu-memory-utilization in server.args)", m[2], m[1], m[2])
+		text: func(m []string, in hintInfo) string {
+			return fmt.Sprintf("the KV cache holds %s tokens, less than max_model_len %s: %s to at most %s%s", m[2], m[1], in.lowerContext(), m[2], in.moreKVMemory())
 		},
 	},
 	{
@@ -53,28 +57,28 @@ var hintRules = []hintRule{
 		name: "kv-cache",
 		keys: []string{"estimated maximum model length"},
 		re:   regexp.MustCompile(`(?:max seq len \((\d+)\).*)?estimated maximum model length is (\d+)`),
-		text: func(m []string, _ hintInfo) string {
+		text: func(m []string, in hintInfo) string {
 			of := ""
 			if m[1] != "" {
 				of = " " + m[1]
 			}
-			return fmt.Sprintf("the KV cache is too small for max_model_len%s: lower server.max_model_len to at most %s, or give the KV cache more memory (--gpu-memory-utilization in server.args)", of, m[2])
+			return fmt.Sprintf("the KV cache is too small for max_model_len%s: %s to at most %s%s", of, in.lowerContext(), m[2], in.moreKVMemory())
 		},
 	},
 	{
 		name: "kv-cache",
 		keys: []string{"No available memory"},
 		re:   regexp.MustCompile(`No available memory for the cache blocks`),
-		text: func([]string, hintInfo) string {
-			return "no GPU memory is left for the KV cache: raise --gpu-memory-utilization in server.args, lower server.max_model_len, or use a smaller model"
+		text: func(_ []string, in hintInfo) string {
+			return "no GPU memory is left for the KV cache: " + in.memoryChoices("raise --gpu-memory-utilization in %s")
 		},
 	},
 	{
 		name: "oom",
 		keys: []string{"out of memory", "OutOfMemory"},
 		re:   regexp.MustCompile(`CUDA out of memory|OutOfMemoryError|CUDA error: out of memory`),
-		text: func([]string, hintInfo) string {
-			return "the GPU ran out of memory: lower gpu memory use (--gpu-memory-utilization in server.args), lower server.max_model_len, or use a smaller model"
+		text: func(_ []string, in hintInfo) string {
+			return "the GPU ran out of memory: " + in.memoryChoices("lower gpu memory use (--gpu-memory-utilization in %s)")
 		},
 	},
 	{
@@ -91,7 +95,7 @@ var hintRules = []hintRule{
 		keys: []string{"unrecognized arguments"},
 		re:   regexp.MustCompile(`error: unrecognized arguments: (.+)`),
 		text: func(m []string, in hintInfo) string {
-			return fmt.Sprintf("%s does not know the argument(s) %s: fix server.args (compare with the installed version's --help)", in.Engine, strings.TrimSpace(m[1]))
+			return fmt.Sprintf("%s does not know the argument(s) %s: fix %s (compare with the installed version's --help)", in.Engine, strings.TrimSpace(m[1]), in.argvOr("the server's arguments"))
 		},
 	},
 	{
@@ -100,7 +104,7 @@ var hintRules = []hintRule{
 		keys: []string{"error: argument "},
 		re:   regexp.MustCompile(`error: argument (\S+?): (.+)`),
 		text: func(m []string, in hintInfo) string {
-			return fmt.Sprintf("%s rejected %s: %s; fix %s", in.Engine, m[1], strings.TrimSpace(m[2]), settingOf(m[1]))
+			return fmt.Sprintf("%s rejected %s: %s; fix %s", in.Engine, m[1], strings.TrimSpace(m[2]), in.settingOf(m[1]))
 		},
 	},
 	{
@@ -109,7 +113,7 @@ var hintRules = []hintRule{
 		keys: []string{"invalid argument"},
 		re:   regexp.MustCompile(`error: invalid argument: (\S+)`),
 		text: func(m []string, in hintInfo) string {
-			return fmt.Sprintf("%s does not know the argument %s: fix server.args (compare with the installed version's --help)", in.Engine, m[1])
+			return fmt.Sprintf("%s does not know the argument %s: fix %s (compare with the installed version's --help)", in.Engine, m[1], in.argvOr("the server's arguments"))
 		},
 	},
 	{
@@ -119,7 +123,7 @@ var hintRules = []hintRule{
 		keys: []string{"flag provided but not defined"},
 		re:   regexp.MustCompile(`^flag provided but not defined: (\S+)`),
 		text: func(m []string, in hintInfo) string {
-			return fmt.Sprintf("%s does not know the argument %s: fix server.args (compare with its --help)", in.Engine, m[1])
+			return fmt.Sprintf("%s does not know the argument %s: fix %s (compare with its --help)", in.Engine, m[1], in.argvOr("the server's arguments"))
 		},
 	},
 	{
@@ -129,14 +133,17 @@ var hintRules = []hintRule{
 		re:   regexp.MustCompile(`^invalid (?:boolean )?value (".*") for flag (\S+?): (.+)`),
 		text: func(m []string, in hintInfo) string {
 			// Go names flags with one dash; settingOf knows them with two.
-			return fmt.Sprintf("%s rejected %s %s: %s; fix %s", in.Engine, m[2], m[1], strings.TrimSpace(m[3]), settingOf("-"+m[2]))
+			return fmt.Sprintf("%s rejected %s %s: %s; fix %s", in.Engine, m[2], m[1], strings.TrimSpace(m[3]), in.settingOf("-"+m[2]))
 		},
 	},
 	{
 		name: "model",
 		keys: []string{"not a local folder", "Repository Not Found", "load model", "loading model"},
 		re:   regexp.MustCompile(`is not a local folder and is not a valid model identifier|Repository Not Found|failed to load model|error loading model`),
-		text: func([]string, hintInfo) string {
+		text: func(_ []string, in hintInfo) string {
+			if !in.passes("server.model") {
+				return "the server could not load the model: check the model in " + in.argvOr("the server's arguments") + " (a local path or a model id the server can fetch)"
+			}
 			return "the server could not load the model: check server.model (a local path or a model id the server can fetch)"
 		},
 	},
@@ -214,22 +221,123 @@ func portHint(host string, port int) string {
 	return fmt.Sprintf("port %d on %s is taken by another process: stop that process, or set server.port: 0 to let the runner pick a free port", port, host)
 }
 
-// settingOf names the experiment setting that a preset turns into a server flag.
-func settingOf(flag string) string {
-	name, _, _ := strings.Cut(flag, "/") // argparse prints aliases as "--model/-m"
-	switch name {
-	case "--dtype":
-		return "server.dtype"
-	case "--max-model-len", "--context-length", "-c", "--ctx-size":
-		return "server.max_model_len"
-	case "--model", "--model-path", "-m", "model_tag":
-		return "server.model"
-	case "--port":
-		return "server.port"
-	case "--host":
-		return "server.host"
+// presetSettings names, per engine, the experiment settings its preset passes to the server. A
+// hint names a setting only for an engine that both accepts it in an experiment file and passes
+// it on; for any other engine the flag can only have come from the server's argv as the
+// experiment writes it (server.args, or server.command).
+var presetSettings = map[string][]string{
+	"vllm":     {"server.dtype", "server.max_model_len", "server.model", "server.host", "server.port"},
+	"sglang":   {"server.dtype", "server.max_model_len", "server.model", "server.host", "server.port"},
+	"llamacpp": {"server.max_model_len", "server.model", "server.host", "server.port"},
+	"ollama":   {"server.max_model_len", "server.model", "server.host", "server.port"},
+	// runner sim takes --dtype, but an experiment file sets server.dtype only for vllm and sglang.
+	"sim": {"server.max_model_len", "server.model", "server.host", "server.port"},
+}
+
+// passes reports whether the engine's preset passes the setting to the server.
+func (in hintInfo) passes(setting string) bool {
+	return slices.Contains(presetSettings[in.Engine], setting)
+}
+
+// argv names where the experiment writes the server's own arguments; "" for an engine that
+// takes none from it (ollama is configured through its environment; endpoint starts nothing).
+func (in hintInfo) argv() string {
+	switch in.Engine {
+	case "command":
+		return "server.command or server.args"
+	case "ollama", "endpoint":
+		return ""
 	}
 	return "server.args"
+}
+
+// argvOr is argv, or other for an engine without one.
+func (in hintInfo) argvOr(other string) string {
+	if a := in.argv(); a != "" {
+		return a
+	}
+	return other
+}
+
+// lowerContext says how to ask for a shorter context for the engine.
+func (in hintInfo) lowerContext() string {
+	if in.passes("server.max_model_len") {
+		return "lower server.max_model_len"
+	}
+	return "lower the context length (vLLM: --max-model-len) in " + in.argvOr("the server's arguments")
+}
+
+// moreKVMemory is the ", or give the KV cache more memory" clause, for engines whose arguments
+// the experiment writes.
+func (in hintInfo) moreKVMemory() string {
+	if a := in.argv(); a != "" {
+		return ", or give the KV cache more memory (--gpu-memory-utilization in " + a + ")"
+	}
+	return ""
+}
+
+// memoryChoices lists what to do about too little GPU memory; flag is the first choice, with
+// a %s for where the server's arguments are written, left out for engines without them.
+func (in hintInfo) memoryChoices(flag string) string {
+	var out []string
+	if a := in.argv(); a != "" {
+		out = append(out, fmt.Sprintf(flag, a))
+	}
+	return strings.Join(append(out, in.lowerContext(), "or use a smaller model"), ", ")
+}
+
+// settingOf names the experiment setting that the engine's preset turns into a server flag, or
+// where the server's arguments are written when the flag is none of those.
+func (in hintInfo) settingOf(flag string) string {
+	name, _, _ := strings.Cut(flag, "/") // argparse prints aliases as "--model/-m"
+	var setting string
+	switch name {
+	case "--dtype":
+		setting = "server.dtype"
+	case "--max-model-len", "--context-length", "-c", "--ctx-size":
+		setting = "server.max_model_len"
+	case "--model", "--model-path", "-m", "model_tag":
+		setting = "server.model"
+	case "--port":
+		setting = "server.port"
+	case "--host":
+		setting = "server.host"
+	}
+	if setting != "" && in.passes(setting) {
+		return setting
+	}
+	return in.argv()
+}
+
+// authHint says what to do when the server answers 401 or 403 while the runner waits for it.
+// Only engine endpoint sends a key (server.api_key_env); a server the runner boots must not
+// require one.
+func authHint(engine string, keySent bool) string {
+	switch {
+	case engine == "endpoint" && keySent:
+		return "the server refused the runner's credentials: check the key in the variable server.api_key_env names"
+	case engine == "endpoint":
+		return "the server wants an API key: put it in an environment variable and name that variable in server.api_key_env"
+	}
+	if keySent {
+		return fmt.Sprintf("%s refused the key given as --api-key in server.args: check it", engine)
+	}
+	switch engine {
+	case "vllm", "sim", "sglang", "llamacpp":
+		other := ""
+		switch engine {
+		case "vllm", "sim":
+			other = ", not only as VLLM_API_KEY"
+		case "llamacpp":
+			other = ", not only as LLAMA_API_KEY"
+		}
+		return fmt.Sprintf("the server requires an API key the runner did not send: the runner sends the key given as --api-key in server.args%s in server.env or the runner's environment; or start %s without one", other, engine)
+	}
+	where := "server.env and the runner's environment"
+	if a := (hintInfo{Engine: engine}).argv(); a != "" {
+		where = a + ", " + where
+	}
+	return fmt.Sprintf("the server requires an API key, which the runner cannot send to engine %s: start it without one (check %s)", engine, where)
 }
 
 func containsAny(s string, subs []string) bool {

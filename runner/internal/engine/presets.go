@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -108,23 +107,19 @@ func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 }
 
 // commandPreset runs any other server from server.command, replacing {host}, {port} and
-// {model} in its arguments and in server.env values, and polls server.ready_path (by default
-// /v1/models).
+// {model} in its arguments (Start replaces them in server.env values, for every engine), and
+// polls server.ready_path (by default /v1/models).
 func commandPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if len(srv.Command) == 0 {
 		return nil, errors.New("server.command is required: the server's argv, e.g. [my-server, --port, \"{port}\"]")
 	}
-	r := strings.NewReplacer("{host}", t.Host, "{port}", strconv.Itoa(t.Port), "{model}", srv.Model)
+	r := placeholders(srv, t)
 	argv := make([]string, 0, len(srv.Command)+len(srv.Args))
 	for _, a := range srv.Command {
 		argv = append(argv, r.Replace(a))
 	}
 	for _, a := range srv.Args {
 		argv = append(argv, r.Replace(a))
-	}
-	env := map[string]string{}
-	for k, v := range srv.Env {
-		env[k] = r.Replace(v)
 	}
 	ready := srv.ReadyPath
 	if ready == "" {
@@ -135,7 +130,6 @@ func commandPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	l := &Launch{
 		Argv:       argv,
-		Env:        env,
 		BaseURL:    t.URL(),
 		ReadyPaths: []string{ready},
 		APIKey:     apiKey(srv),
@@ -177,12 +171,10 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.URL == "" {
 		return nil, errors.New("server.url is required, e.g. http://127.0.0.1:8000")
 	}
-	u, err := url.Parse(srv.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server.url %q: want an http or https URL such as http://127.0.0.1:8000", redact.Value("", srv.URL))
-	}
-	if u.User != nil {
-		return nil, errors.New("server.url must not carry credentials; name the variable that holds the key in server.api_key_env")
+	// A file's server.url was checked when it was read; a server built in code gets the same
+	// check, and the same care not to quote a password.
+	if msg := experiment.CheckURL(srv.URL); msg != "" {
+		return nil, fmt.Errorf("server.url: %s", msg)
 	}
 	base := strings.TrimRight(srv.URL, "/")
 	// The OpenAI convention gives base URLs with /v1; the runner adds /v1 itself.
@@ -201,6 +193,11 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 		}
 		return nil, fmt.Errorf("server.api_key_env names %s, which is not set or empty", srv.APIKeyEnv)
 	}
+	// Go's HTTP client refuses such a header on every request, and readiness would retry it
+	// until server.ready_timeout; say so at once, naming the variable and never the key.
+	if msg := headerValueProblem(key); msg != "" {
+		return nil, fmt.Errorf("server.api_key_env names %s, whose value cannot be sent in an HTTP header: it holds %s; set it to the key alone", srv.APIKeyEnv, msg)
+	}
 	// A running vLLM answers /version, and /reset_prefix_cache when it was started with
 	// VLLM_SERVER_DEV_MODE=1; other servers answer 404 and are recorded as having neither.
 	return &Launch{
@@ -211,6 +208,51 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 		APIKey:      key,
 		Notes:       ignored(srv, "endpoint", "dtype", "max_model_len", "args", "env", "entrypoint", "command", "port"),
 	}, nil
+}
+
+// placeholders replaces {host}, {port} and {model} with the server's bind host, its port and
+// server.model.
+func placeholders(srv experiment.Server, t Target) *strings.Replacer {
+	return strings.NewReplacer("{host}", t.Host, "{port}", strconv.Itoa(t.Port), "{model}", srv.Model)
+}
+
+// expandEnv returns server.env with the placeholders replaced in its values; nil when it is
+// empty.
+func expandEnv(srv experiment.Server, t Target) map[string]string {
+	if len(srv.Env) == 0 {
+		return nil
+	}
+	r := placeholders(srv, t)
+	env := make(map[string]string, len(srv.Env))
+	for k, v := range srv.Env {
+		env[k] = r.Replace(v)
+	}
+	return env
+}
+
+// headerValueProblem describes the first byte of v that an HTTP header value cannot hold (a
+// control character other than tab, as RFC 9110 and Go's net/http rule), without quoting v;
+// "" when v is valid.
+func headerValueProblem(v string) string {
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		if (b >= 0x20 || b == '\t') && b != 0x7f {
+			continue
+		}
+		what := fmt.Sprintf("a control character (0x%02x)", b)
+		switch b {
+		case '\n':
+			what = "a line break (\\n)"
+		case '\r':
+			what = "a carriage return (\\r)"
+		}
+		where := fmt.Sprintf("at byte %d of %d", i+1, len(v))
+		if i == len(v)-1 {
+			where = "at its end"
+		}
+		return what + " " + where
+	}
+	return ""
 }
 
 // apiKey returns the key the runner sends: the value of the variable server.api_key_env names,

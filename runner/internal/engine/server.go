@@ -232,6 +232,9 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		ownDir = true
 	}
 	t := Target{Host: host, Port: port, Executable: exe, Dir: dir}
+	// The port is known only now; a server that takes its address from the environment
+	// (server.env: {MY_PORT: "{port}"}) gets it the same way as one that takes it as an argument.
+	srv.Env = expandEnv(srv, t)
 	l, err := preset(srv, t)
 	if err != nil {
 		if ownDir {
@@ -551,7 +554,7 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
 			return &bootFailure{
 				reason: fmt.Sprintf("GET %s answered %d %s", path, status, http.StatusText(status)),
-				hint:   "the server refused the runner's credentials: check the key in the variable server.api_key_env names",
+				hint:   authHint(s.engine, s.launch.APIKey != ""),
 			}
 		case status/100 == 3:
 			// A redirect does not go away by waiting, and the runner follows none.

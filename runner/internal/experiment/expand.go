@@ -492,6 +492,42 @@ var appliesTo = []struct {
 // Boots reports whether the engine starts a server process (every engine but endpoint).
 func Boots(engine string) bool { return slices.Contains(bootEngines, engine) }
 
+// resetEngines are the engines whose preset can empty the prefix cache before every request.
+// llama-server has no endpoint for it, and a server from server.command is unknown to the
+// runner. endpoint is tried when it connects: the running server may or may not offer it.
+var resetEngines = []string{"vllm", "sglang", "ollama", "sim", "endpoint"}
+
+// CanResetCache reports whether engine can empty its prefix cache, so that cache: reset is
+// possible (for endpoint, possible if the running server offers it).
+func CanResetCache(engine string) bool { return slices.Contains(resetEngines, engine) }
+
+// resetProblem says why a config cannot reset the prefix cache, or "" when it can. It depends
+// on the engine, and for vllm and sim on VLLM_SERVER_DEV_MODE, which the reset needs and
+// server.env may turn off.
+func resetProblem(c *Config) string {
+	eng := c.Server.Engine
+	if !CanResetCache(eng) {
+		var can []string
+		for _, e := range resetEngines {
+			if e != "endpoint" {
+				can = append(can, e)
+			}
+		}
+		return fmt.Sprintf("engine %s cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (%s)", eng, strings.Join(can, ", "))
+	}
+	if eng == "vllm" || eng == "sim" {
+		if v, ok := c.Server.Env["VLLM_SERVER_DEV_MODE"]; ok && v != "1" && !slices.ContainsFunc(c.Server.Args, isDevModeFlag) {
+			return fmt.Sprintf("engine %s empties its prefix cache only with VLLM_SERVER_DEV_MODE=1, and server.env sets it to %q: set cache: keep, or leave VLLM_SERVER_DEV_MODE out of server.env", eng, v)
+		}
+	}
+	return ""
+}
+
+// isDevModeFlag reports whether a server argument turns on runner sim's reset endpoint.
+func isDevModeFlag(a string) bool {
+	return a == "--dev-mode" || a == "-dev-mode" || a == "--dev-mode=true" || a == "-dev-mode=true"
+}
+
 // resolve applies defaults to one config, checks it on its own, and resolves its prompt. src
 // maps each field path to where its value was written.
 func (x *expander) resolve(c *Config, src map[string]string) bool {
@@ -550,6 +586,14 @@ func (x *expander) resolve(c *Config, src map[string]string) bool {
 			missing("server.command", "server", "is required for engine command%s", about("server.engine"))
 		case c.Server.Port == 0 && !slices.ContainsFunc(append(slices.Clone(c.Server.Command), c.Server.Args...), func(a string) bool { return strings.Contains(a, "{port}") }):
 			x.errorf(src["server.command"], "must pass the port with a {port} placeholder, or server.port must be set%s", about("server.engine", "server.port"))
+		}
+	}
+
+	// A reset the engine cannot do would fail every request at run time; without an explicit
+	// cache, such a config defaults to keep (applyDefaults).
+	if set["cache"] && c.Cache == "reset" {
+		if msg := resetProblem(c); msg != "" {
+			x.errorf(src["cache"], "%s%s", msg, about("cache", "server.engine", "server.env", "server.args"))
 		}
 	}
 
@@ -630,6 +674,9 @@ func applyDefaults(c *Config) {
 	}
 	if c.Cache == "" {
 		c.Cache = DefaultCache
+		if resetProblem(c) != "" {
+			c.Cache = "keep"
+		}
 	}
 	if c.Repetitions == 0 {
 		c.Repetitions = DefaultRepetitions

@@ -142,6 +142,40 @@ func TestEngineDefaults(t *testing.T) {
 	}
 }
 
+// TestCacheDefault checks that a config defaults to cache: reset only where the engine can
+// empty its prefix cache, and records keep otherwise, so that the recorded mode is what
+// happened.
+func TestCacheDefault(t *testing.T) {
+	const command = "server:\n  engine: command\n  model: m\n  command: [srv, --port, \"{port}\"]\n"
+	tests := []struct {
+		name, yaml string
+		want       []string // cache per config, in expansion order
+	}{
+		{"vllm", head + okServer + okRequest, []string{"reset"}},
+		{"sim", head + "server:\n  engine: sim\n" + okRequest, []string{"reset"}},
+		{"ollama", head + "server:\n  engine: ollama\n  model: m.gguf\n" + okRequest, []string{"reset"}},
+		{"endpoint", head + "server:\n  engine: endpoint\n  model: m\n  url: http://h:8000\n" + okRequest, []string{"reset"}},
+		{"command", head + command + okRequest, []string{"keep"}},
+		{"llamacpp", head + "server:\n  engine: llamacpp\n  model: m.gguf\n" + okRequest, []string{"keep"}},
+		{"vllm without dev mode", head + "server:\n  model: m\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest, []string{"keep"}},
+		{"sim without dev mode but the flag", head + "server:\n  engine: sim\n  args: [--dev-mode]\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest, []string{"reset"}},
+		{"engine axis", head + "server:\n  model: m.gguf\n" + okRequest + "matrix:\n  server.engine: [sglang, llamacpp]\n", []string{"reset", "keep"}},
+		{"explicit keep", head + command + okRequest + "cache: keep\n", []string{"keep"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgs := mustExpand(t, tc.yaml)
+			var got []string
+			for _, c := range cfgs {
+				got = append(got, c.Cache)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("cache %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestWarmupZeroIsKept(t *testing.T) {
 	cfgs := mustExpand(t, head+okServer+okRequest+"warmup: 0\n")
 	if cfgs[0].Warmup != 0 {

@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -23,7 +24,7 @@ const (
 	DefaultAPI            = "completions"
 	DefaultRepetitions    = 10
 	DefaultWarmup         = 1
-	DefaultCache          = "reset"
+	DefaultCache          = "reset" // keep for a config that cannot reset (CanResetCache)
 	DefaultOrder          = "sequential"
 	DefaultRequestTimeout = 5 * time.Minute
 	DefaultReadyTimeout   = 10 * time.Minute // engines that boot a server, but sim
@@ -69,6 +70,11 @@ func (f *field) short() string {
 
 var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// hostnameRE is RFC 1123: dot-separated labels of letters, digits and inner hyphens.
+	hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+	// numericRE matches a last label of digits only, which no host name has: 300.1.2.3 is a
+	// mistyped address, not a name.
+	numericRE = regexp.MustCompile(`(^|\.)[0-9]+$`)
 	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
@@ -91,7 +97,7 @@ var fields = []*field{
 		set: func(c *Config, v any) { c.Server.MaxModelLen = v.(int) }, isSet: func(c *Config) bool { return c.Server.MaxModelLen != 0 }},
 	{path: "server.ready_timeout", kind: kindDuration, axis: true,
 		set: func(c *Config, v any) { c.Server.ReadyTimeout = v.(time.Duration) }, isSet: func(c *Config) bool { return c.Server.ReadyTimeout != 0 }},
-	{path: "server.host", kind: kindString, axis: true,
+	{path: "server.host", kind: kindString, check: checkHost, axis: true,
 		set: func(c *Config, v any) { c.Server.Host = v.(string) }, isSet: func(c *Config) bool { return c.Server.Host != "" }},
 	{path: "server.port", kind: kindInt, hasMin: true, min: 0, hasMax: true, max: 65535, axis: true,
 		set: func(c *Config, v any) { c.Server.Port = v.(int) }, isSet: func(c *Config) bool { return c.Server.Port != 0 }},
@@ -265,15 +271,58 @@ func (f *field) bounds(x float64) string {
 	return ""
 }
 
+// CheckURL returns what is wrong with s as a server.url, or "" when it is a valid base URL.
+func CheckURL(s string) string { return checkURL(s) }
+
+// checkURL accepts a base URL: http or https, a host, and at most a path. Credentials are
+// refused before anything else, and the message never quotes the URL then, so that a password
+// in it reaches no terminal or CI log. A query or a fragment is refused too: the runner appends
+// its own paths (/v1/models, /v1/completions) to the base URL, so a ?token=... would be sent
+// nowhere useful and would be recorded in the log and the manifest.
 func checkURL(s string) string {
+	if hasUserinfo(s) {
+		return "must not carry credentials (user:password@); put the key in an environment variable and name that variable in server.api_key_env"
+	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("must be an http or https URL such as http://127.0.0.1:8000, not %s", describeValue(s))
 	}
-	if u.User != nil {
-		return "must not carry credentials; name an environment variable in server.api_key_env instead"
+	if u.RawQuery != "" || u.ForceQuery {
+		return "must not have a query (?...): it is the base URL the runner appends /v1/... to; pass an API key by naming its environment variable in server.api_key_env"
+	}
+	if strings.Contains(s, "#") {
+		return "must not have a fragment (#...): it is the base URL the runner appends /v1/... to"
 	}
 	return ""
+}
+
+// hasUserinfo reports whether the authority of a URL, the part between the scheme and the path,
+// holds an @, that is, a user name or a password. It does not need the URL to parse.
+func hasUserinfo(s string) bool {
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.Contains(s, "@")
+}
+
+// checkHost accepts an IP address (IPv6 without brackets, as the server's --host flag takes it)
+// or a host name.
+func checkHost(s string) string {
+	if _, err := netip.ParseAddr(s); err == nil {
+		return ""
+	}
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		if _, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil {
+			return fmt.Sprintf("must be an IPv6 address without brackets, such as %s, not %q", s[1:len(s)-1], s)
+		}
+	}
+	if len(s) <= 253 && hostnameRE.MatchString(s) && !numericRE.MatchString(s) {
+		return ""
+	}
+	return fmt.Sprintf("must be an IP address or a host name, such as 127.0.0.1, 0.0.0.0, ::1 or localhost, not %q", s)
 }
 
 // checkEnvName checks the name of a variable that holds a key. Its messages never repeat the

@@ -16,7 +16,7 @@ type Experiment struct {
 	Matrix      Matrix
 	Repetitions int
 	Warmup      int
-	Cache       string // "reset" | "keep"; "" means the default, reset
+	Cache       string // "reset" | "keep"; "" means the default: reset where the engine can, else keep
 	Order       Order
 	Timeouts    Timeouts
 
@@ -33,7 +33,7 @@ type Server struct {
 	Dtype        string            // e.g. half, float16, bfloat16, float, auto
 	MaxModelLen  int               // 0 when unset
 	Args         []string          // extra argv, passed as is
-	Env          map[string]string //
+	Env          map[string]string // values: "{host}", "{port}" and "{model}" are substituted
 	ReadyTimeout time.Duration     //
 	Host         string            // bind host; 127.0.0.1 by default
 	Port         int               // 0: pick a free port

@@ -89,8 +89,20 @@ var validationCases = []struct {
 	{"port out of range", head + "server:\n  model: m\n  port: 70000\n" + okRequest, []string{"5:9: server.port: must be between 0 and 65535, not 70000"}, true},
 	{"ready_timeout bare number", head + "server:\n  model: m\n  ready_timeout: 600\n" + okRequest, []string{"5:18: server.ready_timeout: must be a duration with a unit, such as \"600s\""}, true},
 	{"entrypoint typo", head + "server:\n  model: m\n  entrypoint: server\n" + okRequest, []string{"5:15: server.entrypoint: must be one of serve, api_server, not \"server\""}, true},
+	{"host with a space", head + "server:\n  model: m\n  host: 'bad host'\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name, such as 127.0.0.1, 0.0.0.0, ::1 or localhost, not \"bad host\""}, true},
+	{"host with a port", head + "server:\n  model: m\n  host: 127.0.0.1:8000\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, true},
+	{"host as a url", head + "server:\n  model: m\n  host: http://localhost\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, true},
+	{"host with an underscore", head + "server:\n  model: m\n  host: my_host\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, true},
+	{"host a mistyped address", head + "server:\n  model: m\n  host: 127.0.0.256\n" + okRequest, []string{"5:9: server.host: must be an IP address or a host name"}, false},
+	{"host in brackets", head + "server:\n  model: m\n  host: \"[::1]\"\n" + okRequest, []string{"5:9: server.host: must be an IPv6 address without brackets, such as ::1"}, true},
+	{"host axis value", head + okServer + okRequest + "matrix:\n  server.host: [127.0.0.1, 'lo cal']\n", []string{"9:28: matrix.server.host[1]: must be an IP address or a host name"}, true},
 	{"url without scheme", head + "server:\n  engine: endpoint\n  model: m\n  url: 127.0.0.1:8000\n" + okRequest, []string{"6:8: server.url: must be an http or https URL"}, true},
 	{"url with credentials", head + "server:\n  engine: endpoint\n  model: m\n  url: http://me:secret@host\n" + okRequest, []string{"6:8: server.url: must not carry credentials"}, true},
+	{"url with credentials that do not parse", head + "server:\n  engine: endpoint\n  model: m\n  url: \"http://me:se cret@host\"\n" + okRequest, []string{"6:8: server.url: must not carry credentials"}, true},
+	{"url with a query", head + "server:\n  engine: endpoint\n  model: m\n  url: http://127.0.0.1:8000/v1?token=abc#frag\n" + okRequest, []string{"6:8: server.url: must not have a query"}, true},
+	{"url with an empty query", head + "server:\n  engine: endpoint\n  model: m\n  url: http://127.0.0.1:8000/v1?\n" + okRequest, []string{"6:8: server.url: must not have a query"}, true},
+	{"url with a fragment", head + "server:\n  engine: endpoint\n  model: m\n  url: http://127.0.0.1:8000/v1#models\n" + okRequest, []string{"6:8: server.url: must not have a fragment"}, true},
+	{"url axis with a query", head + "server:\n  engine: endpoint\n  model: m\n" + okRequest + "matrix:\n  server.url: [http://a:8000, \"http://b:8000?key=k\"]\n", []string{"10:31: matrix.server.url[1]: must not have a query"}, true},
 	{"api_key_env is a key", head + "server:\n  engine: endpoint\n  model: m\n  url: http://h\n  api_key_env: sk-abc123\n" + okRequest, []string{"7:16: server.api_key_env: must be the name of an environment variable"}, true},
 	{"ready_path relative", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n  ready_path: health\n" + okRequest, []string{"7:15: server.ready_path: must be a URL path starting with /"}, true},
 	{"args not a list", head + "server:\n  model: m\n  args: --enforce-eager\n" + okRequest, []string{"5:9: server.args: must be a list of arguments, not \"--enforce-eager\""}, true},
@@ -176,6 +188,15 @@ var validationCases = []struct {
 	{"command missing", head + "server:\n  engine: command\n  model: m\n" + okRequest, []string{"3:1: server.command: is required for engine command"}, false},
 	{"command without port", head + "server:\n  engine: command\n  model: m\n  command: [srv, --port, \"8000\"]\n" + okRequest, []string{"6:12: server.command: must pass the port with a {port} placeholder, or server.port must be set"}, false},
 	{"entrypoint on sglang", head + "server:\n  engine: sglang\n  model: m\n  entrypoint: serve\n" + okRequest, []string{"6:15: server.entrypoint: does not apply to engine sglang; it is for vllm"}, false},
+
+	{"cache reset on command", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n" + okRequest + "cache: reset\n",
+		[]string{"10:8: cache: engine command cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (vllm, sglang, ollama, sim)"}, false},
+	{"cache reset on a swept engine", head + "server:\n  model: m.gguf\n" + okRequest + "cache: reset\nmatrix:\n  server.engine: [vllm, llamacpp]\n",
+		[]string{"8:8: cache: engine llamacpp cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (vllm, sglang, ollama, sim) (config engine=llamacpp)"}, false},
+	{"cache axis on command", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n" + okRequest + "matrix:\n  cache: [keep, reset]\n",
+		[]string{"11:17: matrix.cache[1]: engine command cannot empty its prefix cache"}, false},
+	{"cache reset without dev mode", head + "server:\n  model: m\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest + "cache: reset\n",
+		[]string{"9:8: cache: engine vllm empties its prefix cache only with VLLM_SERVER_DEV_MODE=1, and server.env sets it to \"0\": set cache: keep"}, false},
 
 	// Everything at once: each problem is reported, in file order.
 	{"several problems", "version: 1\nname: T\nserver:\n  model: m\n  dtype: halff\nrequest:\n  prompt: hi\n  max_tokens: 0\nrepetitons: 3\n",
@@ -320,7 +341,8 @@ func TestEveryRuleHasACase(t *testing.T) {
 		"document is too large", "missing required field", "unsupported version", "must use only", "unknown field",
 		"it belongs under", "must be a mapping", "must be one of", "must be at least", "must be between",
 		"must be an integer", "must be a number", "must be true or false", "must be a duration", "must be a positive duration",
-		"must not be empty", "must be an http or https URL", "must not carry credentials", "name of an environment variable",
+		"must not be empty", "must be an http or https URL", "must not carry credentials", "must not have a query",
+		"must not have a fragment", "cannot empty its prefix cache", "only with VLLM_SERVER_DEV_MODE=1", "must be an IP address or a host name", "without brackets", "name of an environment variable",
 		"URL path starting with /", "an argument must be a string", "not a valid environment variable name",
 		"is set by the runner", "has its own field", "is not valid in JSON", "prompt name", "names prompt",
 		"no prompt named", "unknown axis", "cannot be a matrix axis", "an axis must be a list", "an axis must have at least one value",
@@ -333,5 +355,43 @@ func TestEveryRuleHasACase(t *testing.T) {
 		if !strings.Contains(all.String(), r) {
 			t.Errorf("no case produces %q", r)
 		}
+	}
+}
+
+// TestURLErrorsDoNotQuoteSecrets checks that a server.url refused for carrying a password or a
+// token is not quoted back: the message reaches terminals and CI logs.
+func TestURLErrorsDoNotQuoteSecrets(t *testing.T) {
+	for _, url := range []string{
+		"http://me:hunter2@127.0.0.1:8000",
+		"http://me:hunter2@127.0.0.1:8000/v1?x=1",
+		"http://me:hun ter2@127.0.0.1:8000",
+		"me:hunter2@127.0.0.1:8000",
+		"http://127.0.0.1:8000/v1?token=hunter2",
+		"http://127.0.0.1:8000/v1#hunter2",
+	} {
+		t.Run(url, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(head+"server:\n  engine: endpoint\n  model: m\n  url: \""+url+"\"\n"+okRequest))
+			if err == nil {
+				t.Fatal("Parse accepted it")
+			}
+			if !strings.HasPrefix(err.Error(), "t.yaml:6:8: server.url: ") {
+				t.Errorf("error %q is not located at the field", err)
+			}
+			if strings.Contains(err.Error(), "hunter") || strings.Contains(err.Error(), "ter2") {
+				t.Errorf("error quotes the secret: %v", err)
+			}
+		})
+	}
+}
+
+// TestHostsAccepted checks that the addresses and names a server can bind to pass both the
+// rules and the schema.
+func TestHostsAccepted(t *testing.T) {
+	for _, host := range []string{"127.0.0.1", "0.0.0.0", "::", "::1", "fe80::1%eth0", "::ffff:127.0.0.1", "localhost", "gpu-node-7", "my-host.example.com", "10.0.0.5"} {
+		t.Run(host, func(t *testing.T) {
+			if _, err := Parse("t.yaml", []byte(head+"server:\n  model: m\n  host: \""+host+"\"\n"+okRequest)); err != nil {
+				t.Errorf("host %q refused: %v", host, err)
+			}
+		})
 	}
 }
