@@ -148,10 +148,8 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	p := spec.Params
 	p.Options = opts
 	rec := record.Request{
-		MaxTokens:       p.MaxTokens,
-		Status:          record.StatusOK,
-		ContinuousUsage: opts.ContinuousUsage,
-		ReturnTokenIDs:  opts.ReturnTokenIDs,
+		MaxTokens: p.MaxTokens,
+		Status:    record.StatusOK,
 	}
 	fail := func(class record.ErrorClass, err error) record.Request {
 		rec.Status, rec.ErrorClass, rec.Error = record.StatusFailed, class, err.Error()
@@ -300,6 +298,9 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		rec.TokensFromUsage = counts.FromCumulative
 	}
 	rec.PromptTokensReported = counts.PromptTokens
+	// What the stream delivered, not what was asked for: a server may accept an option and
+	// ignore it.
+	rec.ReturnTokenIDs, rec.ContinuousUsage = counts.StreamedIDs, counts.StreamedCumulative
 
 	if !failed {
 		if err := sc.Err(); err != nil {

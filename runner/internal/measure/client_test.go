@@ -300,6 +300,10 @@ func TestIgnoredOptions(t *testing.T) {
 			t.Fatalf("event %d has a token count without per-event counts", e.Seq)
 		}
 	}
+	// The row says what the stream delivered, not what was asked for.
+	if rec.ReturnTokenIDs || rec.ContinuousUsage {
+		t.Errorf("return_token_ids=%v continuous_usage=%v, want false, false: the server ignored both", rec.ReturnTokenIDs, rec.ContinuousUsage)
+	}
 }
 
 // TestFailures checks that every kind of broken response becomes a failed row with its class,
