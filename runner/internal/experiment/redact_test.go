@@ -80,7 +80,7 @@ func TestErrorsDoNotEchoSecrets(t *testing.T) {
 		{"api_key_env axis holds a key", head + endpoint + request + "matrix:\n  server.api_key_env: [OPENAI_API_KEY, sk-proj-zyxwvutsrqponmlk9876]\n",
 			"zyxwvutsrqponmlk9876", "looks like a key"},
 		{"url with credentials and a wrong scheme", head + "server:\n  engine: endpoint\n  model: m\n  url: ftp://me:url-secret-77@host\n" + request,
-			"url-secret-77", "server.url: must be an http or https URL"},
+			"url-secret-77", "server.url: must not carry credentials"},
 		{"env written as one string", head + "server:\n  model: m\n  env: \"HF_TOKEN=hf_str_secret_1234\"\n" + request,
 			"hf_str_secret_1234", "server.env: must be a mapping"},
 		{"ready_path with a token", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n  ready_path: \"health?token=rp-secret-1234\"\n" + request,

@@ -32,7 +32,8 @@ type Client struct {
 	// Tokenize, when set, counts the tokens of generated text with the server's own tokenizer
 	// (add_special_tokens false). Nil when the server has no /tokenize.
 	Tokenize func(ctx context.Context, text string) (int, error)
-	// Tiktoken counts generated text locally, as the approximation of last resort. Nil skips it.
+	// Tiktoken counts generated text locally, as the approximation of last resort: only when
+	// neither the stream nor /tokenize gave a count. Nil skips it.
 	Tiktoken *tokens.Tiktoken
 	// Now is the clock; nil means time.Now. It must carry a monotonic reading.
 	Now func() time.Time
@@ -148,10 +149,8 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	p := spec.Params
 	p.Options = opts
 	rec := record.Request{
-		MaxTokens:       p.MaxTokens,
-		Status:          record.StatusOK,
-		ContinuousUsage: opts.ContinuousUsage,
-		ReturnTokenIDs:  opts.ReturnTokenIDs,
+		MaxTokens: p.MaxTokens,
+		Status:    record.StatusOK,
 	}
 	fail := func(class record.ErrorClass, err error) record.Request {
 		rec.Status, rec.ErrorClass, rec.Error = record.StatusFailed, class, err.Error()
@@ -309,6 +308,9 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		rec.TokensFromUsage = counts.FromCumulative
 	}
 	rec.PromptTokensReported = counts.PromptTokens
+	// What the stream delivered, not what was asked for: a server may accept an option and
+	// ignore it.
+	rec.ReturnTokenIDs, rec.ContinuousUsage = counts.StreamedIDs, counts.StreamedCumulative
 
 	if !failed {
 		switch err := sc.Err(); {
@@ -341,6 +343,11 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	}
 
 	c.countTokens(ctx, &rec, counts)
+	if err := ctx.Err(); err != nil {
+		// The run was stopped while the output was being counted: the counts may be missing,
+		// so the request is not kept, like one stopped mid-stream.
+		return fail(record.ErrCanceled, fmt.Errorf("count the output tokens: %w", err)), nil
+	}
 	t := ComputeTiming(events, end, answerTokens(rec.OutputTokens, counts, reasoning))
 	rec.TTFT, rec.LastText, rec.E2E = t.TTFT, t.LastText, t.E2E
 	rec.TPOTEvent, rec.TPOTToken, rec.TPOTTokenExact = t.TPOTEvent, t.TPOTToken, t.TPOTTokenExact
@@ -379,13 +386,19 @@ func carriesChunk(ch openai.Chunk) bool {
 // the other sources: per-event counts or usage from the stream, else the server's /tokenize of
 // the generated text, else tiktoken. Without generated text neither tokenizer counts: 0 tokens
 // of an empty text says nothing of what the server generated.
+//
+// /tokenize is asked even when the stream gave a count, because it is the model's own
+// tokenizer: results compare it with the stream's counts and warn when they disagree. tiktoken
+// is not: it is another tokenizer, so its count differs from the model's for reasons that say
+// nothing about the server, and the comparison leaves it out. It is computed only when it is
+// the count used, and, like /tokenize, gives up when ctx ends.
 func (c *Client) countTokens(ctx context.Context, rec *record.Request, counts openai.Counts) {
 	if c.Tokenize != nil && rec.OutputText != "" {
 		if n, err := c.Tokenize(ctx, rec.OutputText); err == nil {
 			rec.TokensFromTokenize = record.Int(n)
 		}
 	}
-	if c.Tiktoken != nil && rec.OutputText != "" {
+	if c.Tiktoken != nil && rec.OutputText != "" && counts.Source == record.SourceNone && rec.TokensFromTokenize == nil {
 		if n, err := c.Tiktoken.Count(ctx, rec.OutputText); err == nil {
 			rec.TokensFromTiktoken = record.Int(n)
 			rec.TiktokenEncoding = c.Tiktoken.Encoding()

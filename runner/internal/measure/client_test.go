@@ -300,6 +300,10 @@ func TestIgnoredOptions(t *testing.T) {
 			t.Fatalf("event %d has a token count without per-event counts", e.Seq)
 		}
 	}
+	// The row says what the stream delivered, not what was asked for.
+	if rec.ReturnTokenIDs || rec.ContinuousUsage {
+		t.Errorf("return_token_ids=%v continuous_usage=%v, want false, false: the server ignored both", rec.ReturnTokenIDs, rec.ContinuousUsage)
+	}
 }
 
 // TestFailures checks that every kind of broken response becomes a failed row with its class,
@@ -526,6 +530,81 @@ func TestNoTextNoCount(t *testing.T) {
 	}
 	if rec.OutputTokens != nil || rec.TokensFromTiktoken != nil || rec.TokenSource != record.SourceNone || rec.TiktokenEncoding != "" {
 		t.Errorf("output tokens %v from %q, tiktoken %v (%q); want no count", deref(rec.OutputTokens), rec.TokenSource, deref(rec.TokensFromTiktoken), rec.TiktokenEncoding)
+	}
+}
+
+// TestTiktokenOnlyAsLastResort checks that generated text is counted locally only when it is
+// the count used: not when the stream or /tokenize gave one (a local count of a long text is
+// costly, and another tokenizer's count says nothing about the server).
+func TestTiktokenOnlyAsLastResort(t *testing.T) {
+	tk, err := tokens.NewTiktoken("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		opts     openai.Options
+		tokenize bool
+		source   record.TokenSource
+	}{
+		{"token ids", openai.Options{IncludeUsage: true, ReturnTokenIDs: true}, true, record.SourceTokenIDs},
+		{"final usage", openai.Options{IncludeUsage: true}, false, record.SourceUsage},
+		{"tokenize", openai.Options{}, true, record.SourceTokenize},
+		{"nothing else", openai.Options{}, false, record.SourceTiktoken},
+	}
+	ts := startSim(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(ts, http.DefaultTransport)
+			c.Tiktoken = tk
+			if !tt.tokenize {
+				c.Tokenize = nil
+			}
+			sp := spec(openai.Completions, 8)
+			sp.Params.Options = tt.opts
+			rec, err := c.Do(context.Background(), sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != record.StatusOK {
+				t.Fatalf("%s %s", rec.ErrorClass, rec.Error)
+			}
+			if rec.TokenSource != tt.source || rec.OutputTokens == nil {
+				t.Errorf("source %q (%v tokens), want %q", rec.TokenSource, deref(rec.OutputTokens), tt.source)
+			}
+			local := tt.source == record.SourceTiktoken
+			if (rec.TokensFromTiktoken != nil) != local || (rec.TiktokenEncoding != "") != local {
+				t.Errorf("tiktoken count %v (%q), want one only when it is the count used", deref(rec.TokensFromTiktoken), rec.TiktokenEncoding)
+			}
+		})
+	}
+}
+
+// TestCanceledWhileCounting checks that a run stopped while a finished stream's output is
+// being counted makes a canceled request (which is not kept), not a row without its counts.
+func TestCanceledWhileCounting(t *testing.T) {
+	tk, err := tokens.NewTiktoken("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startSim(t, nil)
+	c := newClient(ts, http.DefaultTransport)
+	c.Tiktoken = tk
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Tokenize = func(ctx context.Context, text string) (int, error) {
+		cancel() // Ctrl-C arrives while the server counts
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	sp := spec(openai.Completions, 8)
+	sp.Params.Options = openai.Options{}
+	rec, err := c.Do(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ErrorClass != record.ErrCanceled || rec.TTFT != nil {
+		t.Errorf("status %s class %q (%s), ttft %v; want a canceled request without metrics", rec.Status, rec.ErrorClass, rec.Error, rec.TTFT)
 	}
 }
 

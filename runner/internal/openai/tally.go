@@ -85,6 +85,15 @@ type Counts struct {
 	FromIDs        *int // sum of len(token_ids) over all chunks
 	FromCumulative *int // the last cumulative completion_tokens, when cumulative usage was trusted
 	FromUsage      *int // completion_tokens of the final usage
+	// StreamedIDs is true when the stream carried token ids: some chunk had a token_ids field.
+	// It says what the server delivered, whether or not return_token_ids was asked for, and
+	// whether or not the ids were complete enough to count per event.
+	StreamedIDs bool
+	// StreamedCumulative is true when the stream carried usage per event: every chunk with
+	// choices (at least two) had a usage, and not all of them were zeros (ollama puts a zeroed
+	// usage on every chunk with include_usage, which is not continuous_usage_stats). Like
+	// StreamedIDs it says what was delivered, not whether the counts passed the checks above.
+	StreamedCumulative bool
 	// Usage is the final usage as trusted (see Tally); nil when there was none.
 	Usage *Usage
 	// PromptTokens is the final usage's prompt_tokens, or the last non-zero one seen.
@@ -146,6 +155,8 @@ func (t *Tally) Counts() Counts {
 	}
 
 	ids, idsOK := t.perEventIDs()
+	c.StreamedIDs = ids != nil
+	c.StreamedCumulative = t.usagePerEvent()
 	if ids != nil {
 		sum := 0
 		for _, n := range ids {
@@ -221,6 +232,23 @@ func (t *Tally) perEventIDs() ([]int, bool) {
 		}
 	}
 	return out, ok && 2*empty < text
+}
+
+// usagePerEvent reports whether every chunk with choices, at least two, carries a usage and
+// not all of those usages are zeros.
+func (t *Tally) usagePerEvent() bool {
+	withChoices, withUsage, nonZero := 0, 0, false
+	for _, s := range t.slots {
+		if !s.choices {
+			continue
+		}
+		withChoices++
+		if s.usage != nil {
+			withUsage++
+			nonZero = nonZero || !s.usage.zero()
+		}
+	}
+	return withChoices > 0 && withUsage == withChoices && withUsage >= 2 && nonZero
 }
 
 // perEventCumulative returns the rise of cumulative completion_tokens per chunk when the

@@ -173,6 +173,37 @@ func TestTally(t *testing.T) {
 	}
 }
 
+// TestTallyStreamed checks what a Tally says the stream delivered of the per-event options,
+// whatever was asked for and whether or not the counts were trusted.
+func TestTallyStreamed(t *testing.T) {
+	tests := []struct {
+		name          string
+		chunks        []Chunk
+		ids, perEvent bool
+	}{
+		{"nothing", []Chunk{role(), text("a"), text("b"), fin("stop"), usageOnly(3, 2)}, false, false},
+		{"token ids", []Chunk{withIDs(text("a"), 1), withIDs(text("b"), 1), withIDs(fin("stop"), 1)}, true, false},
+		{"token ids on some text chunks", []Chunk{withIDs(text("a"), 1), text("b"), text("c")}, true, false},
+		{"cumulative usage", []Chunk{withCum(role(), 7, 0), withCum(text("a"), 7, 1), withCum(text("b"), 7, 2), usageOnly(7, 2)}, false, true},
+		{"cumulative usage left flat (not trusted, but delivered)", []Chunk{withCum(text("a"), 7, 1), withCum(text("b"), 7, 1), withCum(text("c"), 7, 1)}, false, true},
+		{"usage on some chunks only", []Chunk{withCum(text("a"), 7, 1), text("b"), withCum(fin("stop"), 7, 2)}, false, false},
+		{"zeroed usage on every chunk (ollama)", []Chunk{withCum(text("a"), 0, 0), withCum(text("b"), 0, 0), usageOnly(4, 2)}, false, false},
+		{"both", []Chunk{withIDs(withCum(text("a"), 7, 1), 1), withIDs(withCum(text("b"), 7, 2), 1)}, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ta Tally
+			for _, c := range tt.chunks {
+				ta.Add(c)
+			}
+			c := ta.Counts()
+			if c.StreamedIDs != tt.ids || c.StreamedCumulative != tt.perEvent {
+				t.Errorf("StreamedIDs %v, StreamedCumulative %v; want %v, %v", c.StreamedIDs, c.StreamedCumulative, tt.ids, tt.perEvent)
+			}
+		})
+	}
+}
+
 func TestTallyPromptTokens(t *testing.T) {
 	var ta Tally
 	ta.Add(withCum(text("a"), 0, 0))

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
+	"net/http"
 	"os"
 	"time"
 
@@ -298,7 +300,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if exited(srv, 0) {
+		if srv.Exited() {
 			if err := serverExited(ctx, o, g, srv, from(j), out); err != nil {
 				return err
 			}
@@ -312,11 +314,14 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				if exited(srv, time.Second) {
+				if goingDown(ctx, srv) {
 					if err := serverExited(ctx, o, g, srv, from(j), out); err != nil {
 						return err
 					}
 					break
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
 				rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
 					Error: "reset the prefix cache: " + err.Error(), Start: time.Now().UTC()}
@@ -348,9 +353,9 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		if rec.Status != record.StatusOK {
 			out.Failed++
 			if rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect {
-				// A broken connection may be the server dying; give its exit a moment to be
-				// noticed so the rest of its requests fail at once with the reason.
-				exited(srv, time.Second)
+				// A broken connection may be the server dying: if it is, the next turn of the
+				// loop sees its exit and fails the rest of its requests with the reason.
+				goingDown(ctx, srv)
 			}
 		}
 		o.Progress.request(c, rec)
@@ -407,17 +412,71 @@ func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client 
 	return nil
 }
 
-// exited reports whether the server process has exited, waiting up to wait for it to.
-func exited(srv *engine.Server, wait time.Duration) bool {
-	if wait <= 0 {
-		return srv.Exited()
+// exitWait bounds how long goingDown waits for a server that does not answer to exit. A
+// variable so that a test can make a wait that should not happen obvious.
+var exitWait = time.Second
+
+// process is what goingDown needs of a server; *engine.Server is one.
+type process interface {
+	Exited() bool
+	Done() <-chan struct{}
+	PID() int
+	BaseURL() string
+}
+
+var _ process = (*engine.Server)(nil)
+
+// goingDown reports whether the server process has exited, after a request failed the way a
+// dying server makes it fail (a stream cut off, a connection refused or reset). The client can
+// see its connection drop a moment before the process is reaped, so goingDown waits for the
+// exit, up to exitWait, but only until the server answers an HTTP request (any status): a
+// server that answers is alive, and the run goes on at once. A server without a process
+// (engine: endpoint) has no exit to wait for. When ctx ends, so does the wait. This way the
+// rest of a dead server's requests fail at once with the reason, not one by one as refused
+// connections, and a failure on a live server costs no pause.
+func goingDown(ctx context.Context, srv process) bool {
+	if srv.Exited() {
+		return true
 	}
+	if srv.PID() == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, exitWait)
+	defer cancel()
+	alive := make(chan struct{})
+	go func() {
+		if answers(ctx, srv.BaseURL()) {
+			close(alive)
+		}
+	}()
 	select {
 	case <-srv.Done():
 		return true
-	case <-time.After(wait):
+	case <-alive:
+		return false
+	case <-ctx.Done():
+		return srv.Exited()
+	}
+}
+
+// answers reports whether the server at baseURL answers a GET of its root over a new
+// connection, with any status. A pooled connection could be one the server dropped, and a TCP
+// connection alone proves little: a dying process's listening socket can still complete a
+// handshake for a moment.
+func answers(ctx context.Context, baseURL string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/", nil)
+	if err != nil {
 		return false
 	}
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<12))
+	resp.Body.Close()
+	return true
 }
 
 // finishServer records how the server ended.

@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -273,5 +274,139 @@ repetitions: 1
 	}
 	if man.Servers[0].ExitCode == nil || *man.Servers[0].ExitCode != 3 {
 		t.Errorf("exit code %v, want 3", man.Servers[0].ExitCode)
+	}
+}
+
+// fakeProcess is a server process for goingDown.
+type fakeProcess struct {
+	done chan struct{}
+	pid  int
+	url  string
+}
+
+func (f *fakeProcess) Exited() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+func (f *fakeProcess) Done() <-chan struct{} { return f.done }
+func (f *fakeProcess) PID() int              { return f.pid }
+func (f *fakeProcess) BaseURL() string       { return f.url }
+
+// TestGoingDown checks when a failed request waits for the server's exit: only while the
+// server does not answer, never for a live server or one without a process, and never past
+// the run being stopped. The wait is made an hour long, so a wait that should not happen
+// shows as a call that does not return.
+func TestGoingDown(t *testing.T) {
+	defer func(w time.Duration) { exitWait = w }(exitWait)
+	exitWait = time.Hour
+
+	alive := httptest.NewServer(http.NotFoundHandler())
+	defer alive.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	bg := context.Background()
+
+	tests := []struct {
+		name   string
+		ctx    context.Context
+		pid    int
+		url    string
+		exited bool // the process has exited before the call
+		exits  bool // the process exits during the call
+		stop   bool // the run is stopped during the call
+		want   bool
+	}{
+		{"exited", bg, 42, refused, true, false, false, true},
+		{"no process (engine: endpoint)", bg, 0, refused, false, false, false, false},
+		{"answers", bg, 42, alive.URL, false, false, false, false},
+		{"refuses connections, then exits", bg, 42, refused, false, true, false, true},
+		{"refuses connections, run stopped before", canceled, 42, refused, false, false, false, false},
+		{"refuses connections, run stopped while waiting", bg, 42, refused, false, false, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &fakeProcess{done: make(chan struct{}), pid: tt.pid, url: tt.url}
+			if tt.exited {
+				close(p.done)
+			}
+			ctx, stop := context.WithCancel(tt.ctx)
+			defer stop()
+			got := make(chan bool, 1)
+			go func() { got <- goingDown(ctx, p) }()
+			if tt.exits {
+				close(p.done)
+			}
+			if tt.stop {
+				stop()
+			}
+			select {
+			case g := <-got:
+				if g != tt.want {
+					t.Errorf("goingDown = %v, want %v", g, tt.want)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("goingDown waited for an exit it had no reason to wait for")
+			}
+		})
+	}
+}
+
+// TestRunCutStreamsNoPause checks that requests whose streams a live server cuts off are
+// recorded as truncated and followed at once by the next: nine of them once took nine seconds
+// of pauses.
+func TestRunCutStreamsNoPause(t *testing.T) {
+	faults, err := sim.ParseFaults("abort@1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sim.DefaultConfig()
+	c.Model = "sim-model"
+	c.DecodePerToken = 100 * time.Microsecond
+	c.Faults = faults
+	s, err := sim.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); ts.Close() })
+	e, cfgs := endpointExperiment(t, ts.URL, "keep", "sequential")
+	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fixed pause of a second per failure makes this at least 9 s; the requests themselves
+	// take milliseconds.
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("9 cut-off requests took %v", d)
+	}
+	if out.Sent != 9 || out.Failed != 9 {
+		t.Errorf("outcome %+v, want 9 sent, 9 failed", out)
+	}
+	if err := f.Close(results.StatusComplete); err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := results.LoadRequests(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if r.ErrorClass != record.ErrTruncated {
+			t.Errorf("%s-%d: %s %q, want truncated", r.ConfigID, r.Seq, r.ErrorClass, r.Error)
+		}
 	}
 }

@@ -115,6 +115,7 @@ type Request struct {
 	OutputTokens *int        // the count used for tpot_token
 	TokenSource  TokenSource // where OutputTokens came from
 	// Counts seen from every source, so a disagreement is visible. Nil when not available.
+	// TokensFromTiktoken, a local approximation, is computed only when it is the count used.
 	TokensFromIDs      *int
 	TokensFromUsage    *int
 	TokensFromTokenize *int
@@ -126,9 +127,10 @@ type Request struct {
 	MaxTokens             int  // max_tokens sent
 	FinishReason          string
 
-	// Options in effect for this request (after any degradation).
-	ContinuousUsage bool   // stream_options.continuous_usage_stats was accepted
-	ReturnTokenIDs  bool   // return_token_ids was accepted
+	// What the stream delivered of the options asked for (see openai.Counts): a server may
+	// accept an option and ignore it.
+	ContinuousUsage bool   // the stream carried usage on every chunk (continuous_usage_stats)
+	ReturnTokenIDs  bool   // the stream carried token ids (return_token_ids)
 	Cache           string // reset | keep: how the prefix cache was treated before this request
 	CacheReset      bool   // the cache was actually reset before this request
 

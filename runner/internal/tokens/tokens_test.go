@@ -2,12 +2,16 @@ package tokens
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"math"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // words counts whitespace-separated words, plus bos tokens, as a stand-in for a server's
@@ -124,6 +128,170 @@ func TestServerCounter(t *testing.T) {
 	}
 }
 
+// TestTiktokenCountPieces checks that counting in pieces changes nothing for ordinary text and
+// little for long runs without whitespace, against the encoder run on the whole text.
+func TestTiktokenCountPieces(t *testing.T) {
+	raw := make([]byte, 7500)
+	for i := range raw {
+		raw[i] = byte(i * 7919 >> 3)
+	}
+	tests := []struct {
+		name  string
+		text  string
+		exact bool // whether the count must equal the whole text's
+	}{
+		{"prose", prose(50_000), true},
+		{"short lines", strings.Repeat("a\nb.\n12\n", 3000), true},
+		{"code", strings.Repeat("func f(x int) int {\n\treturn x*2 // twice\n}\n\n", 400), true},
+		{"cjk", strings.Repeat("今天天气很好，我们一起去公园散步。", 300), true},
+		{"words and marks", strings.Repeat("it's-don't/won't,Vous-êtes", 300), true},
+		{"cjk without marks", strings.Repeat("今天天气很好我们一起去公园散步", 300), false},
+		{"spaces", strings.Repeat(" ", 3000) + "a", false},
+		{"unbroken letters", unbroken(10_000), false},
+		{"base64", base64.StdEncoding.EncodeToString(raw), false},
+		{"one letter", strings.Repeat("x", 10_000), false},
+	}
+	for _, tt := range tests {
+		for _, encoding := range []string{"cl100k_base", "o200k_base", "r50k_base"} {
+			t.Run(tt.name+"/"+encoding, func(t *testing.T) {
+				tk, err := NewTiktoken(encoding)
+				if err != nil {
+					t.Fatal(err)
+				}
+				countPieces(t, tk, tt.text, tt.exact)
+			})
+		}
+	}
+}
+
+// countPieces checks tk.Count(text) against the encoder run on the whole text: equal when
+// exact, else at most one token more per maxRun bytes (a cut inside a run adds about one).
+func countPieces(t *testing.T, tk *Tiktoken, text string, exact bool) {
+	t.Helper()
+	whole := len(tk.enc.EncodeOrdinary(text))
+	got, err := tk.Count(context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slack := 0
+	if !exact {
+		slack = len(text) / maxRun
+	}
+	if got < whole || got > whole+slack {
+		t.Errorf("Count = %d, the whole text encodes to %d tokens (allowed up to %d more)", got, whole, slack)
+	}
+}
+
+// TestSplitText checks the pieces Count encodes: together they are the text, each ends on a
+// rune boundary, none is longer than about 2·chunkSize bytes, and none holds a run without
+// whitespace (or of whitespace) longer than about maxRun bytes, which keeps the encoder's cost
+// linear in the length of the text.
+func TestSplitText(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+	}{
+		{"empty", ""},
+		{"prose", prose(30_000)},
+		{"unbroken", unbroken(5000)},
+		{"cjk run", strings.Repeat("天气", 2000)},
+		{"spaces", strings.Repeat(" ", 2000) + "x"},
+		{"newlines only", strings.Repeat("ab\n", 10_000)},
+		{"invalid utf-8", strings.Repeat("\xff\xfe", 1000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var joined strings.Builder
+			for rest := tt.text; rest != ""; {
+				n := splitText(rest)
+				if n <= 0 || n > len(rest) {
+					t.Fatalf("splitText returned %d for %d bytes", n, len(rest))
+				}
+				piece := rest[:n]
+				rest = rest[n:]
+				joined.WriteString(piece)
+				if n > 2*chunkSize+utf8.UTFMax {
+					t.Errorf("a piece of %d bytes", n)
+				}
+				if utf8.ValidString(tt.text) && !utf8.ValidString(piece) {
+					t.Errorf("a piece cuts a rune: %q", piece[max(0, n-8):])
+				}
+				if l := longestRun(piece); l > maxRun+utf8.UTFMax {
+					t.Errorf("a piece holds a run of %d bytes", l)
+				}
+			}
+			if joined.String() != tt.text {
+				t.Error("the pieces do not make up the text")
+			}
+		})
+	}
+}
+
+// longestRun returns the bytes of the longest run of non-space, or of space, runes in s.
+func longestRun(s string) int {
+	longest, run, prev := 0, 0, false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		space := unicode.IsSpace(r)
+		if i > 0 && space != prev {
+			run = 0
+		}
+		run += size
+		longest, prev = max(longest, run), space
+		i += size
+	}
+	return longest
+}
+
+// stopAfter is a context that reports itself cancelled from its (ok+1)th Err call on, and
+// counts the calls.
+type stopAfter struct {
+	context.Context
+	ok, calls int
+}
+
+func (c *stopAfter) Err() error {
+	c.calls++
+	if c.calls > c.ok {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestTiktokenCountCanceled checks that Count on a long text stops with the context's error at
+// its first look after the context ended, instead of counting on: before any work when the
+// context has already ended, and after exactly the pieces counted while it had not.
+func TestTiktokenCountCanceled(t *testing.T) {
+	tk := tiktokenCounter(t)
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel2()
+	for _, text := range []string{prose(1 << 20), unbroken(1 << 17)} {
+		for _, tt := range []struct {
+			ctx  context.Context
+			want error
+		}{
+			{canceled, context.Canceled},
+			{expired, context.DeadlineExceeded},
+		} {
+			if n, err := tk.Count(tt.ctx, text); !errors.Is(err, tt.want) || n != 0 {
+				t.Errorf("%d bytes, context ended: Count = %d, %v; want %v", len(text), n, err, tt.want)
+			}
+		}
+		for _, ok := range []int{1, 3} {
+			ctx := &stopAfter{Context: context.Background(), ok: ok}
+			n, err := tk.Count(ctx, text)
+			if !errors.Is(err, context.Canceled) || n != 0 {
+				t.Errorf("%d bytes, cancelled after %d pieces: Count = %d, %v; want context.Canceled", len(text), ok, n, err)
+			}
+			if ctx.calls != ok+1 {
+				t.Errorf("%d bytes, cancelled after %d pieces: the context was looked at %d times, want %d", len(text), ok, ctx.calls, ok+1)
+			}
+		}
+	}
+}
+
 var sizes = []int{1, 2, 16, 100, 900, 4000}
 
 func TestSynthesizeTiktoken(t *testing.T) {
@@ -236,19 +404,49 @@ func TestSynthesizeCanceled(t *testing.T) {
 	}
 }
 
-func BenchmarkTiktokenCount(b *testing.B) {
+// benchChars is the length of the benchmark texts: the cost per 100,000 characters is the
+// benchmark's time per operation.
+const benchChars = 100_000
+
+// prose returns n bytes of the filler paragraph, repeated: ordinary text with whitespace.
+func prose(n int) string {
+	return strings.Repeat(filler+" ", n/len(filler)+1)[:n]
+}
+
+// unbroken returns n ASCII letters without whitespace or punctuation, in a fixed pseudo-random
+// order: to tiktoken's pre-tokenizer it is one word of n bytes.
+func unbroken(n int) string {
+	b := make([]byte, n)
+	x := uint32(1)
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = 'a' + byte(x>>24)%26
+	}
+	return string(b)
+}
+
+// BenchmarkTiktokenCount100k measures the cost of counting 100,000 characters, reported as
+// ns/100k-chars: of prose, and of one unbroken run of letters (one pre-tokenizer word, the
+// worst case of byte-pair encoding).
+func BenchmarkTiktokenCount100k(b *testing.B) {
 	tk := tiktokenCounter(b)
 	ctx := context.Background()
-	text, _, err := Synthesize(ctx, tk, 1000, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(text)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if n, _ := tk.Count(ctx, text); n != 1000 {
-			b.Fatalf("count %d", n)
-		}
+	for _, bc := range []struct {
+		name string
+		text string
+	}{
+		{"prose", prose(benchChars)},
+		{"unbroken", unbroken(benchChars)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, err := tk.Count(ctx, bc.text); err != nil || n == 0 {
+					b.Fatalf("Count = %d, %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*benchChars/float64(len(bc.text)), "ns/100k-chars")
+		})
 	}
 }
