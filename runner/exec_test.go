@@ -249,39 +249,19 @@ func TestRunInterruptAndResume(t *testing.T) {
 	// Each request streams 16 tokens 15 ms apart: long enough to be interrupted mid-run.
 	file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--decode-per-token", "15ms"`, 4))
 	root := filepath.Join(dir, "results")
-
-	cmd := exec.Command(bin, file, "--results", root)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	var log strings.Builder
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "[4/") {
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	log := interruptRun(t, bin, file, root, func(p *os.Process, line string) bool {
+		if strings.HasPrefix(line, "[4/") {
+			if err := p.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
-			break
+			return true
 		}
-	}
-	rest, _ := io.ReadAll(stderr)
-	log.Write(rest)
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130\n%s", err, log.String())
-	}
+		return false
+	})
 	checkNoSurvivors(t, marker)
 	folder := onlyFolder(t, root, "e2e")
-	if !strings.Contains(log.String(), "--resume "+folder) {
-		t.Errorf("stderr does not say how to resume:\n%s", log.String())
+	if !strings.Contains(log, "--resume "+folder) {
+		t.Errorf("stderr does not say how to resume:\n%s", log)
 	}
 	r, err := results.Open(folder)
 	if err != nil {

@@ -319,11 +319,11 @@ func authHint(engine string, keySent bool) string {
 	case engine == "endpoint":
 		return "the server wants an API key: put it in an environment variable and name that variable in server.api_key_env"
 	}
-	if keySent {
-		return fmt.Sprintf("%s refused the key given as --api-key in server.args: check it", engine)
-	}
 	switch engine {
 	case "vllm", "sim", "sglang", "llamacpp":
+		if keySent {
+			return fmt.Sprintf("%s refused the key given as --api-key in server.args: check it", engine)
+		}
 		other := ""
 		switch engine {
 		case "vllm", "sim":

@@ -237,7 +237,14 @@ func (t *Tally) perEventIDs() ([]int, bool) {
 // usagePerEvent reports whether every chunk with choices, at least two, carries a usage and
 // not all of those usages are zeros.
 func (t *Tally) usagePerEvent() bool {
-	withChoices, withUsage, nonZero := 0, 0, false
+	every, nonZero := t.usageOnEveryChunk()
+	return every && nonZero
+}
+
+// usageOnEveryChunk reports whether every chunk with choices, at least two, carries a usage,
+// and whether any of those usages is not all zeros.
+func (t *Tally) usageOnEveryChunk() (every, nonZero bool) {
+	withChoices, withUsage := 0, 0
 	for _, s := range t.slots {
 		if !s.choices {
 			continue
@@ -248,25 +255,15 @@ func (t *Tally) usagePerEvent() bool {
 			nonZero = nonZero || !s.usage.zero()
 		}
 	}
-	return withChoices > 0 && withUsage == withChoices && withUsage >= 2 && nonZero
+	return withChoices > 0 && withUsage == withChoices && withUsage >= 2, nonZero
 }
 
 // perEventCumulative returns the rise of cumulative completion_tokens per chunk when the
 // stream really reports usage on every chunk; otherwise it says why not ("" when the stream
 // simply has no per-chunk usage).
 func (t *Tally) perEventCumulative() ([]int, bool, string) {
-	withChoices, withUsage, nonZero := 0, 0, false
-	for _, s := range t.slots {
-		if !s.choices {
-			continue
-		}
-		withChoices++
-		if s.usage != nil {
-			withUsage++
-			nonZero = nonZero || !s.usage.zero()
-		}
-	}
-	if withChoices == 0 || withUsage < withChoices || withUsage < 2 {
+	every, nonZero := t.usageOnEveryChunk()
+	if !every {
 		return nil, false, ""
 	}
 	if !nonZero {
