@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -228,20 +227,7 @@ func TestDiffFormatVersion(t *testing.T) {
 	root := t.TempDir()
 	base := writeDiffFolder(t, root, diffSide{name: "baseline", maxTokens: []int{64}, reps: 6, engineVersion: "0.6.3", seed: 1})
 	future := writeDiffFolder(t, root, diffSide{name: "future", maxTokens: []int{64}, reps: 6, engineVersion: "0.6.3", seed: 2})
-	path := filepath.Join(root, future, results.ManifestFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["schema_version"] = 2
-	b, _ = json.Marshal(m)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	resultstest.EditManifest(t, filepath.Join(root, future), func(m map[string]any) { m["schema_version"] = 2 })
 	t.Chdir(root)
 	for _, args := range [][]string{{base, future}, {future, base}} {
 		stdout, stderr, code := runCmd(t, append([]string{"diff"}, args...)...)

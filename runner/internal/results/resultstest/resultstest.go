@@ -11,6 +11,7 @@
 package resultstest
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -222,4 +223,27 @@ func (b *Builder) WriteDir(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// EditManifest rewrites the manifest of the folder at dir with edit applied to it as generic
+// JSON, for tests of what a reader makes of a manifest the writer would not write (a newer
+// format version, say). Any error fails t.
+func EditManifest(t testing.TB, dir string, edit func(m map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, results.ManifestFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
