@@ -146,8 +146,8 @@ var table = []Engine{
 // boot returns names followed by bootFields.
 func boot(names ...string) []string { return slices.Concat(names, bootFields) }
 
-// All returns every engine, the default first. The caller may not modify them.
-func All() []Engine { return table }
+// All returns every engine, the default first.
+func All() []Engine { return slices.Clone(table) }
 
 // Names returns the engine names in table order, the default first.
 func Names() []string {
