@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/engines"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/redact"
@@ -26,8 +27,8 @@ import (
 
 // Defaults for the settings of StartOptions and experiment.Server left at zero.
 const (
-	DefaultHost               = "127.0.0.1"
-	DefaultReadyTimeout       = 10 * time.Minute
+	DefaultHost               = engines.DefaultHost
+	DefaultReadyTimeout       = engines.DefaultReadyTimeout
 	DefaultStopGrace          = 10 * time.Second
 	DefaultPortReleaseTimeout = 30 * time.Second
 )
