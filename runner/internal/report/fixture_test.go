@@ -119,7 +119,7 @@ func writeFixture(t testing.TB, root string, m fixtureModel) string {
 		t.Fatal(err)
 	}
 	serverID := configs[0].ServerID
-	log, err := f.ServerLog(serverID)
+	log, _, err := f.ServerLog(serverID)
 	if err != nil {
 		t.Fatal(err)
 	}
