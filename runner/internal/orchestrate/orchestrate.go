@@ -153,10 +153,20 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	subs := subscribers(o.Subscribers)
 	all := experiment.Requests(g.configs)
 	rs := &serverRun{o: o, g: g, subs: subs, out: out, left: make([]int, len(g.configs))}
-	npending := 0
-	for j := range g.pending(o) {
-		rs.left[j.Config]++
-		npending++
+	for i, c := range g.configs {
+		// The schedule sends the group's first request for its first config.
+		n := experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0))
+		if i == 0 {
+			n = experiment.AddSat(n, 1)
+		}
+		rs.left[i] = max(n-o.Done.Count(c.ID), 0)
+	}
+	npending := all
+	if o.Done.Len() > 0 {
+		npending = 0
+		for range g.pending(o) {
+			npending++
+		}
 	}
 	if npending < all {
 		subs.tell(RequestsSkipped{ServerID: g.serverID, Requests: all - npending})
