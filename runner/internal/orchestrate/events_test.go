@@ -194,3 +194,31 @@ prepare prompts: boom
 		})
 	}
 }
+
+// countingWriter counts the bytes written to it.
+type countingWriter struct{ n int }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
+
+// BenchmarkProgress measures the display's cost per measured request, in CPU time and in
+// bytes written, for a CI log (plain lines) and for a terminal (the redrawn status line).
+func BenchmarkProgress(b *testing.B) {
+	ms := func(f float64) *time.Duration { d := time.Duration(f * float64(time.Millisecond)); return &d }
+	e := RequestMeasured{Config: experiment.Config{Label: "prompt_tokens=256 max_tokens=48"},
+		Record: record.Request{Phase: record.PhaseMeasure, Rep: 3, Status: record.StatusOK,
+			TTFT: ms(53.2), TPOTToken: ms(5.01), OutputTokens: record.Int(48)}}
+	for _, terminal := range []bool{false, true} {
+		b.Run(fmt.Sprintf("terminal=%v", terminal), func(b *testing.B) {
+			var w countingWriter
+			p := NewProgress(&w, terminal)
+			p.Handle(RunStarted{Requests: b.N, Servers: 1})
+			w.n = 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				p.Handle(e)
+			}
+			b.ReportMetric(float64(w.n)/float64(b.N), "bytes/request")
+		})
+	}
+}
