@@ -152,7 +152,7 @@ func (g group) pending(o Options) iter.Seq[measure.Job] {
 func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tokens.Tiktoken, out *Outcome) error {
 	subs := subscribers(o.Subscribers)
 	all := experiment.Requests(g.configs)
-	rs := &serverRun{o: o, g: g, subs: subs, out: out, left: make([]int, len(g.configs))}
+	rs := &serverRun{g: g, subs: subs, out: out, left: make([]int, len(g.configs))}
 	for i, c := range g.configs {
 		// The schedule sends the group's first request for its first config.
 		n := experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0))
@@ -518,7 +518,6 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 
 // serverRun is the state of one server config's part of a run.
 type serverRun struct {
-	o    Options
 	g    group
 	subs subscribers
 	out  *Outcome
