@@ -318,6 +318,10 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 				Hint: portHint(s.host, s.port), ExitCode: -1, Log: s.log.name, Argv: s.Argv()}
 		}
 	}
+	if !guardEntered.Load() {
+		s.cleanupDir()
+		return nil, fmt.Errorf("%s: this program never called engine.MaybeRunGuard, so it cannot act as the guard of a server", s.engine)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		s.cleanupDir()

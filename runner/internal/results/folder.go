@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -283,10 +284,11 @@ func (f *Folder) Done() Done {
 }
 
 // ServerLog opens the log file of a server in the folder's logs/ directory, for the engine to
-// write the server's output into; the caller closes it. The file is logs/<server id>.log, or
-// logs/<server id>.resume-<n>.log in the nth resume of the folder; opening it again appends.
-// SetServer fills ServerInfo.LogFile with its path when it is left empty.
-func (f *Folder) ServerLog(serverID string) (*os.File, error) {
+// write the server's output into, and returns it with its path; the caller closes it. The file
+// is logs/<server id>.log, or logs/<server id>.resume-<n>.log in the nth resume of the folder;
+// opening it again appends. SetServer fills ServerInfo.LogFile with its path in the folder when
+// it is left empty.
+func (f *Folder) ServerLog(serverID string) (io.WriteCloser, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name := safeFileName(serverID)
@@ -296,10 +298,10 @@ func (f *Folder) ServerLog(serverID string) (*os.File, error) {
 	rel := filepath.ToSlash(filepath.Join(LogsDir, name+".log"))
 	file, err := os.OpenFile(filepath.Join(f.dir, rel), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("results: open server log: %w", err)
+		return nil, "", fmt.Errorf("results: open server log: %w", err)
 	}
 	f.logs[serverID] = rel
-	return file, nil
+	return file, file.Name(), nil
 }
 
 // safeFileName maps a server id to a file name: characters other than letters, digits, '.',

@@ -12,6 +12,7 @@ package resultstest
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -144,11 +145,11 @@ func (b *Builder) Write(t testing.TB, root string) string {
 		if !ok {
 			continue
 		}
-		log, err := f.ServerLog(s.ServerID)
+		log, _, err := f.ServerLog(s.ServerID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = log.WriteString(text)
+		_, err = io.WriteString(log, text)
 		if cerr := log.Close(); err == nil {
 			err = cerr
 		}
