@@ -108,6 +108,9 @@ func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int
 	if err = tmp.Close(); err != nil {
 		return 0, "", fmt.Errorf("export: write %s: %w", dst, err)
 	}
+	if err = os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it private
+		return 0, "", fmt.Errorf("export: %w", err)
+	}
 	if err = os.Rename(tmp.Name(), dst); err != nil {
 		return 0, "", fmt.Errorf("export: %w", err)
 	}
