@@ -168,6 +168,9 @@ func (f *Folder) create(configs []experiment.Config) error {
 	if err := writeAtomic(f.dir, ServersFile, serversCSV(nil)); err != nil {
 		return err
 	}
+	if err := f.writeSchema(); err != nil {
+		return err
+	}
 	open := func(name string, header []string) (*os.File, error) {
 		file, err := os.OpenFile(filepath.Join(f.dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -393,6 +396,10 @@ func (f *Folder) Close(status Status) error {
 	if err := WriteSummary(&buf, Summarize(f.man.Configs, f.rows)); err != nil {
 		errs = append(errs, err)
 	} else if err := writeAtomic(f.dir, SummaryFile, buf.Bytes()); err != nil {
+		errs = append(errs, err)
+	}
+	// Written again so that a folder resumed from before folders carried the file has it too.
+	if err := f.writeSchema(); err != nil {
 		errs = append(errs, err)
 	}
 	end := time.Now().UTC()
