@@ -160,21 +160,16 @@ func TestSchemaDescribesEverything(t *testing.T) {
 	}
 }
 
-// TestReadmeDocumentsEveryField checks that the README's experiment format section names every
-// field of the format.
-func TestReadmeDocumentsEveryField(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+// TestFormatDocDocumentsEveryField checks that the experiment format reference,
+// docs/experiments.md, names every field of the format.
+func TestFormatDocDocumentsEveryField(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "experiments.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(data)
-	start := strings.Index(readme, "## Experiment format")
-	if start < 0 {
-		t.Fatal("README has no \"## Experiment format\" section")
-	}
-	section := readme[start:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
+	doc := string(data)
+	if !strings.HasPrefix(doc, "# Experiment format\n") {
+		t.Fatal("docs/experiments.md does not start with \"# Experiment format\"")
 	}
 	var names []string
 	names = append(names, topKeys...)
@@ -183,39 +178,70 @@ func TestReadmeDocumentsEveryField(t *testing.T) {
 	names = append(names, orderKeys...)
 	names = append(names, "include", "exclude")
 	for _, n := range names {
-		if !strings.Contains(section, "`"+n+"`") {
-			t.Errorf("the README's experiment format section does not document `%s`", n)
+		if !strings.Contains(doc, "`"+n+"`") {
+			t.Errorf("docs/experiments.md does not document `%s`", n)
 		}
 	}
 }
 
-// TestReadmeExampleIsValid checks the complete example of the README's experiment format
-// section.
-func TestReadmeExampleIsValid(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
-	i := strings.Index(readme, "A complete example")
+// yamlBlockAfter returns the first yaml code block of a Markdown text that follows marker.
+func yamlBlockAfter(t *testing.T, text, marker string) string {
+	t.Helper()
+	i := strings.Index(text, marker)
 	if i < 0 {
-		t.Fatal("README has no complete example")
+		t.Fatalf("no %q", marker)
 	}
-	block := readme[i:]
+	block := text[i:]
 	start := strings.Index(block, "```yaml\n") + len("```yaml\n")
 	end := strings.Index(block[start:], "```")
 	if start < len("```yaml\n") || end < 0 {
-		t.Fatal("the complete example is not a yaml code block")
+		t.Fatalf("%q is not followed by a yaml code block", marker)
 	}
-	e, err := Parse("README.md", []byte(block[start:start+end]))
+	return block[start : start+end]
+}
+
+// TestFormatDocExampleIsValid checks the complete example of the experiment format reference,
+// docs/experiments.md.
+func TestFormatDocExampleIsValid(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "experiments.md"))
 	if err != nil {
-		t.Fatalf("the README example is invalid:\n%v", err)
+		t.Fatal(err)
+	}
+	e, err := Parse("docs/experiments.md", []byte(yamlBlockAfter(t, string(data), "A complete example")))
+	if err != nil {
+		t.Fatalf("the complete example of docs/experiments.md is invalid:\n%v", err)
 	}
 	cfgs, err := e.Expand()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := labels(cfgs); len(got) != 6 {
-		t.Errorf("the README example expands to %v; want 6 configs (3 prompt lengths × 2 dtypes, less 1, plus 1)", got)
+		t.Errorf("the complete example expands to %v; want 6 configs (3 prompt lengths × 2 dtypes, less 1, plus 1)", got)
+	}
+}
+
+// TestReadmeFirstExperimentIsValid checks the first experiment of the README, which a newcomer
+// copies: it must be valid, run on the simulator and expand to the configs the README shows.
+func TestReadmeFirstExperimentIsValid(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Parse("README.md", []byte(yamlBlockAfter(t, string(data), "## A first experiment")))
+	if err != nil {
+		t.Fatalf("the README's first experiment is invalid:\n%v", err)
+	}
+	cfgs, err := e.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"prompt_tokens=16", "prompt_tokens=256"}
+	if got := labels(cfgs); !slices.Equal(got, want) {
+		t.Errorf("the README's first experiment expands to %v; want %v", got, want)
+	}
+	for _, c := range cfgs {
+		if c.Server.Engine != "sim" {
+			t.Errorf("config %s uses engine %q; the first experiment must need nothing installed (sim)", c.Label, c.Server.Engine)
+		}
 	}
 }
