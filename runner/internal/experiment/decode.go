@@ -12,7 +12,7 @@ import (
 // Version is the experiment file format version this package reads.
 const Version = 1
 
-// The keys each mapping of the format accepts, in the order the README documents them.
+// The keys each mapping of the format accepts, in the order docs/experiments.md documents them.
 var (
 	topKeys      = []string{"version", "name", "description", "server", "request", "matrix", "repetitions", "warmup", "cache", "order", "timeouts"}
 	serverKeys   = append(sectionKeys("server"), "args", "env", "command")

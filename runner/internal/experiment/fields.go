@@ -80,7 +80,7 @@ const maxTokens = 1_000_000_000
 // maxNameLen bounds an experiment name, which becomes part of result paths.
 const maxNameLen = 64
 
-// fields is the table of scalar fields, in the order the schema and the README list them.
+// fields is the table of scalar fields, in the order the schema and docs/experiments.md list them.
 var fields = []*field{
 	{path: "server.engine", kind: kindString, enum: Engines, axis: true,
 		set: func(c *Config, v any) { c.Server.Engine = v.(string) }, isSet: func(c *Config) bool { return c.Server.Engine != "" }},
