@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// exitError carries a specific exit status out of a subcommand. Codes: 1 a failure (or, for
+// diff, a regression), 2 bad input (usage, an invalid experiment file, an unreadable folder).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageError is an error of the command line itself; it exits with status 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, msg: "runner: " + fmt.Sprintf(format, args...)}
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands lists the subcommands in the order help shows them.
+func commands() []command {
+	return []command{
+		{"run", "run an experiment file (the default: runner FILE)", cmdRun},
+		{"validate", "check experiment files against the schema and the semantic rules", cmdValidate},
+		{"plan", "show the configs an experiment expands to, without running it", cmdPlan},
+		{"summary", "summarise a result folder", cmdSummary},
+		{"diff", "compare two result folders and gate CI on regressions", cmdDiff},
+		{"report", "write an HTML report with charts for one or two result folders", cmdReport},
+		{"sim", "serve the simulated vLLM-compatible server", cmdSim},
+		{"version", "print the runner version", cmdVersion},
+		{"tinymodel", "write a tiny random llama GGUF model for engine tests", cmdTinyModel},
+		{"help", "show help for a command", nil},
+	}
+}
+
+// run dispatches the command line to a subcommand. A first argument that is not a subcommand is
+// an experiment file: `runner FILE` is `runner run FILE`.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return &exitError{code: 2}
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && name == "help" {
+			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
+		printUsage(stdout)
+		return nil
+	case "-version", "--version":
+		return cmdVersion(ctx, nil, stdout, stderr)
+	}
+	for _, c := range commands() {
+		if c.name == name && c.run != nil {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	if strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+		return cmdRun(ctx, args, stdout, stderr)
+	}
+	return usageError("unknown command %q (run 'runner help' for a list)", name)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `runner measures LLM serving latency (TTFT, TPOT) the way a chat user feels it.
+
+Usage:
+  runner FILE [flags]            run an experiment (same as: runner run FILE)
+  runner <command> [arguments]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run 'runner <command> --help' for a command's flags.
+`)
+}
+
+// newFlagSet returns a flag set that writes its usage to stderr and reports errors instead of
+// exiting, with a usage text made of the synopsis and a description.
+func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s\n\n%s\n", synopsis, strings.TrimSpace(description))
+		var has bool
+		fs.VisitAll(func(*flag.Flag) { has = true })
+		if has {
+			fmt.Fprintln(stderr, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args, mapping -h to a nil error with usage printed and any other flag error
+// to a usage error (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string) (helped bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return true, nil
+		}
+		return false, &exitError{code: 2}
+	}
+	return false, nil
+}
