@@ -2,24 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
-
-// exitError carries a specific exit status out of a subcommand. Codes: 1 a failure (or, for
-// diff, a regression), 2 bad input (usage, an invalid experiment file, an unreadable folder).
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
 
 // usageError is an error of the command line itself; it exits with status 2.
 func usageError(format string, args ...any) error {
-	return &exitError{code: 2, msg: "runner: " + fmt.Sprintf(format, args...)}
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
 }
 
 // command is one subcommand.
@@ -58,8 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 1 && name == "help" {
 			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
 		}
-		printUsage(stdout)
-		return nil
+		return printUsage(stdout)
 	case "-version", "--version":
 		return cmdVersion(ctx, nil, stdout, stderr)
 	}
@@ -74,7 +69,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return usageError("unknown command %q (run 'runner help' for a list)", name)
 }
 
-func printUsage(w io.Writer) {
+// printUsage writes the command list and returns the first write error.
+func printUsage(out io.Writer) error {
+	w := tabular.NewErrWriter(out)
 	fmt.Fprint(w, `runner measures LLM serving latency (TTFT, TPOT) the way a chat user feels it.
 
 Usage:
@@ -89,6 +86,7 @@ Commands:
 	fmt.Fprint(w, `
 Run 'runner <command> --help' for a command's flags.
 `)
+	return w.Err()
 }
 
 // newFlagSet returns a flag set that writes its usage to stderr and reports errors instead of
@@ -118,4 +116,45 @@ func parseFlags(fs *flag.FlagSet, args []string) (helped bool, err error) {
 		return false, &exitError{code: 2}
 	}
 	return false, nil
+}
+
+// flagsAndFiles parses flags given before, between or after the file arguments (the flag
+// package alone stops at the first file) and returns the files in order. Everything after "--"
+// is a file.
+func flagsAndFiles(fs *flag.FlagSet, args []string) (files []string, helped bool, err error) {
+	var tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, tail = args[:i], args[i+1:]
+	}
+	for {
+		if helped, err = parseFlags(fs, args); helped || err != nil {
+			return nil, helped, err
+		}
+		if fs.NArg() == 0 {
+			return append(files, tail...), false, nil
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// loadExperiment loads, checks and expands an experiment file for the command cmd. It fails
+// with exit status 2: with the file's located problems, or with what kept it from being read,
+// after cmd when cmd is not empty.
+func loadExperiment(cmd, file string) (*experiment.Experiment, []experiment.Config, error) {
+	e, err := experiment.Load(file)
+	var cfgs []experiment.Config
+	if err == nil {
+		if cfgs, err = e.Expand(); err == nil {
+			return e, cfgs, nil
+		}
+	}
+	var list experiment.ErrorList
+	if errors.As(err, &list) {
+		return nil, nil, &exitError{code: 2, err: list}
+	}
+	if cmd != "" {
+		err = fmt.Errorf("%s: %w", cmd, err)
+	}
+	return nil, nil, &exitError{code: 2, err: err}
 }

@@ -12,7 +12,10 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/orchestrate"
+	"github.com/onelayerdown/runner/runner/internal/plan"
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/summary"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 const runDescription = `
@@ -43,22 +46,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageError("run: want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
 	}
 	file := files[0]
-	exp, err := experiment.Load(file)
-	var cfgs []experiment.Config
-	if err == nil {
-		cfgs, err = exp.Expand()
-	}
+	exp, cfgs, err := loadExperiment("run", file)
 	if err != nil {
-		return planLoadError("run", err)
+		return err
 	}
 	if *dryRun {
-		return writePlanText(stdout, newPlan(exp, cfgs))
+		return plan.NewTextEncoder(stdout).Encode(plan.New(exp, cfgs))
 	}
 	// A server that cannot start here (its executable is not installed) would only fill a
 	// folder with failed rows: say so at once and write nothing, unless asked to record it.
 	if problems := preflight(cfgs); len(problems) > 0 && !*recordFailures {
-		return &exitError{code: 1, msg: "runner: " + strings.Join(problems, "\n") +
-			"\nnothing was run and no result folder was written (--record-failures writes one with these requests failed)"}
+		return &exitError{code: 1, err: errors.New(strings.Join(problems, "\n") +
+			"\nnothing was run and no result folder was written (--record-failures writes one with these requests failed)")}
 	}
 
 	var folder *results.Folder
@@ -66,13 +65,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *resume != "" {
 		man, err := results.ReadManifest(*resume)
 		if err != nil {
-			return &exitError{code: 2, msg: "runner: resume: " + err.Error()}
+			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
 		}
 		if err := man.CheckExperiment(exp.Source); err != nil {
-			return &exitError{code: 2, msg: fmt.Sprintf("runner: resume %s: %v", *resume, err)}
+			return &exitError{code: 2, err: fmt.Errorf("resume %s: %w", *resume, err)}
 		}
 		if folder, done, err = results.Resume(*resume); err != nil {
-			return &exitError{code: 2, msg: "runner: resume: " + err.Error()}
+			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
 		}
 		fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
 	} else {
@@ -89,10 +88,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// A second Ctrl-C exits at once; the folder on disk must still say interrupted, not running.
 	unhook := hardExit.add(func() {
 		if err := folder.MarkInterrupted(2 * time.Second); err != nil {
-			fmt.Fprintf(stderr, "runner: %v\n", err)
+			warnf(stderr, "%v", err)
 			return
 		}
-		fmt.Fprintf(stderr, "runner: %s is marked interrupted; resume with: runner %s --resume %s\n", folder.Dir(), file, folder.Dir())
+		warnf(stderr, "%s is marked interrupted; resume with: runner %s --resume %s", folder.Dir(), file, folder.Dir())
 	})
 	defer unhook()
 
@@ -119,27 +118,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	if status == results.StatusInterrupted {
-		return &exitError{code: 130, msg: fmt.Sprintf("runner: interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s --resume %s", out.Sent, file, folder.Dir())}
+		return &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s --resume %s", out.Sent, file, folder.Dir())}
 	}
 	if runErr != nil {
 		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s --resume %s)", runErr, folder.Dir(), file, folder.Dir())
 	}
 
-	rep, err := loadSummary(folder.Dir())
+	rep, err := summary.Load(folder.Dir())
 	if err != nil {
 		return err
 	}
-	if err := writeSummaryText(stdout, rep); err != nil {
+	if err := summary.NewTextEncoder(stdout).Encode(rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nresults: %s\n", folder.Dir())
+	if _, err := fmt.Fprintf(stdout, "\nresults: %s\n", folder.Dir()); err != nil {
+		return err
+	}
 	if out.Failed > 0 || out.BootFailed > 0 {
 		var parts []string
 		if out.BootFailed > 0 {
-			parts = append(parts, plural(out.BootFailed, "server config")+" failed to boot")
+			parts = append(parts, tabular.Plural(out.BootFailed, "server config")+" failed to boot")
 		}
 		parts = append(parts, fmt.Sprintf("%d of %d requests failed", out.Failed, out.Sent))
-		return &exitError{code: 1, msg: "runner: " + strings.Join(parts, "; ") + " (see errors.jsonl and logs/ in the folder)"}
+		return &exitError{code: 1, err: errors.New(strings.Join(parts, "; ") + " (see errors.jsonl and logs/ in the folder)")}
 	}
 	return nil
 }
