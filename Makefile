@@ -12,7 +12,7 @@ build: ## build bin/runner
 	$(GO) build -o $(BIN) ./runner
 
 test: ## run every test (the real CPU engine cases run when its binary is present)
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 45m $(PKGS)
 
 test-short: ## run the fast unit tests only
 	$(GO) test -short -count=1 $(PKGS)

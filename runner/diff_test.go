@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
 
 // diffSide describes a result folder for the diff tests: which configs (by max_tokens) it
@@ -30,12 +29,10 @@ type diffSide struct {
 	failed        int // how many of each config's measured requests failed
 }
 
-// writeDiffFolder writes the side as a result folder under root with the results writer, its
+// writeDiffFolder writes the side as a result folder at root/results/diff-fixture/<name>, its
 // values drawn from seeded lognormal distributions, and returns its path relative to root.
 func writeDiffFolder(t *testing.T, root string, s diffSide) string {
 	t.Helper()
-	start := time.Date(2026, 11, 29, 8, 12, 0, 0, time.UTC)
-	exp := &experiment.Experiment{Version: 1, Name: "diff-fixture", Source: []byte("name: diff-fixture\n")}
 	var configs []experiment.Config
 	for i, mt := range s.maxTokens {
 		configs = append(configs, experiment.Config{ID: fmt.Sprintf("cfg-%d", mt), ServerID: "srv0", Index: i,
@@ -43,61 +40,46 @@ func writeDiffFolder(t *testing.T, root string, s diffSide) string {
 			Server:  experiment.Server{Engine: "vllm", Model: "org/tiny", Dtype: "half"},
 			Request: experiment.Request{API: "chat", PromptTokens: 32, MaxTokens: mt}, Repetitions: s.reps, Warmup: 1})
 	}
-	machine := &results.Machine{Arch: "linux/amd64", CPU: "AMD EPYC 7B13", CPUs: 8,
-		GPUs: []results.GPU{{Index: 0, Name: "Tesla T4", Driver: "535.104.05", MemoryMiB: 15360}}}
-	f, err := results.Create(filepath.Join(root, "tmp"), exp, configs, results.RunInfo{RunnerVersion: "0.1.0", Start: start, Machine: machine})
-	if err != nil {
-		t.Fatal(err)
-	}
 	boot := 12.5
-	if err := f.SetServer(results.ServerInfo{ServerID: "srv0", Engine: "vllm", EngineVersion: s.engineVersion, Model: "org/tiny",
-		Argv:      []string{"vllm", "serve", "org/tiny", "--dtype", "half", "--host", "127.0.0.1", "--port", fmt.Sprint(40000 + s.seed)},
-		BootStart: start, BootSeconds: &boot}); err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(s.seed, 7))
-	// Durations are whole microseconds, so that the folder's six-decimal milliseconds hold them
-	// exactly.
-	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(math.Round(x*1e3)) * time.Microsecond) }
-	for _, c := range configs {
-		median := 40.0
-		if m, ok := s.ttft[c.Request.MaxTokens]; ok {
-			median = m
-		}
-		for seq := 0; seq < 1+s.reps; seq++ {
+	b := &resultstest.Builder{
+		Experiment: resultstest.Experiment("diff-fixture"),
+		Configs:    configs,
+		Run:        results.RunInfo{RunnerVersion: "0.1.0"},
+		Servers: []results.ServerInfo{{ServerID: "srv0", Engine: "vllm", EngineVersion: s.engineVersion, Model: "org/tiny",
+			Argv:      []string{"vllm", "serve", "org/tiny", "--dtype", "half", "--host", "127.0.0.1", "--port", fmt.Sprint(40000 + s.seed)},
+			BootStart: resultstest.Start, BootSeconds: &boot}},
+		Seed: [2]uint64{s.seed, 7},
+		// A first request and the measured ones; no warm-up.
+		Requests: func(experiment.Config) int { return 1 + s.reps },
+		Request: func(d resultstest.Draw) record.Request {
+			c, seq, ms := d.Config, d.Seq, resultstest.Ms
+			median := 40.0
+			if m, ok := s.ttft[c.Request.MaxTokens]; ok {
+				median = m
+			}
 			phase := record.PhaseMeasure
 			if seq == 0 {
 				phase = record.PhaseFirst
 			}
 			n := c.Request.MaxTokens
-			ttft := median * math.Exp(0.08*r.NormFloat64())
-			tpot := 8 * math.Exp(0.05*r.NormFloat64())
-			q := record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Rep: max(seq-1, 0),
-				Start: start.Add(time.Duration(seq) * time.Second), Status: record.StatusOK, HTTPStatus: 200,
+			ttft := median * math.Exp(0.08*d.Rand.NormFloat64())
+			tpot := 8 * math.Exp(0.05*d.Rand.NormFloat64())
+			start := resultstest.Start.Add(time.Duration(seq) * time.Second)
+			if phase == record.PhaseMeasure && seq <= s.failed {
+				return record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Rep: seq - 1,
+					Start: start, Status: record.StatusFailed, HTTPStatus: 500, ErrorClass: record.ErrHTTPStatus,
+					Error: "500 Internal Server Error", MaxTokens: n, Cache: "reset"}
+			}
+			return record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Rep: max(seq-1, 0),
+				Start: start, Status: record.StatusOK, HTTPStatus: 200,
 				TTFT: ms(ttft), LastText: ms(ttft + tpot*float64(n-1)), E2E: ms(ttft + tpot*float64(n-1) + 0.4),
 				TPOTEvent: ms(tpot), TPOTToken: ms(tpot), TPOTTokenExact: true, ITLMedian: ms(tpot),
 				Events: n + 2, TextEvents: n, OutputTokens: record.Int(n), TokenSource: record.SourceUsageCont,
 				TokensFromUsage: record.Int(n), MaxTokens: n, Cache: "reset"}
-			if phase == record.PhaseMeasure && seq <= s.failed {
-				q = record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Rep: seq - 1,
-					Start: q.Start, Status: record.StatusFailed, HTTPStatus: 500, ErrorClass: record.ErrHTTPStatus,
-					Error: "500 Internal Server Error", MaxTokens: n, Cache: "reset"}
-			}
-			if err := f.Append(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := f.Close(results.StatusComplete); err != nil {
-		t.Fatal(err)
+		},
 	}
 	rel := filepath.Join("results", "diff-fixture", s.name)
-	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(rel)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(f.Dir(), filepath.Join(root, rel)); err != nil {
-		t.Fatal(err)
-	}
+	b.WriteDir(t, filepath.Join(root, rel))
 	return rel
 }
 
@@ -245,20 +227,7 @@ func TestDiffFormatVersion(t *testing.T) {
 	root := t.TempDir()
 	base := writeDiffFolder(t, root, diffSide{name: "baseline", maxTokens: []int{64}, reps: 6, engineVersion: "0.6.3", seed: 1})
 	future := writeDiffFolder(t, root, diffSide{name: "future", maxTokens: []int{64}, reps: 6, engineVersion: "0.6.3", seed: 2})
-	path := filepath.Join(root, future, results.ManifestFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["schema_version"] = 2
-	b, _ = json.Marshal(m)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	resultstest.EditManifest(t, filepath.Join(root, future), func(m map[string]any) { m["schema_version"] = 2 })
 	t.Chdir(root)
 	for _, args := range [][]string{{base, future}, {future, base}} {
 		stdout, stderr, code := runCmd(t, append([]string{"diff"}, args...)...)

@@ -16,10 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
 
 func main() {
+	// Started by the engine as the guard of a server, the runner is that guard and nothing else.
+	engine.MaybeRunGuard()
 	ctx, stop := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	// SIGHUP (the terminal closed) stops gracefully too, so that the folder is marked

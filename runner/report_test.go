@@ -7,26 +7,29 @@ import (
 	"testing"
 
 	"github.com/onelayerdown/runner/runner/internal/report"
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
 
-// reportFixture is a committed result folder of the report package, written by its tests.
-func reportFixture(name string) string {
-	return filepath.Join("internal", "report", "testdata", name)
+// sweeps are two runs of a sweep over prompt and output lengths: an older server with one
+// token per event, and a newer, faster one with multi-step scheduling and one failed request.
+var sweeps = map[string]resultstest.Sweep{
+	"old": {EngineVersion: "0.6.1", Prompts: []int{64, 256, 512}, Outputs: []int{16, 64},
+		A: 24, B: 0.072, C0: 11.5, CP: 0.004, Chunk: []float64{1}, Seed: 101},
+	"new": {EngineVersion: "0.6.3", Args: []string{"--num-scheduler-steps", "4"}, Prompts: []int{64, 256, 512},
+		Outputs: []int{16, 64}, A: 16, B: 0.05, C0: 9.5, CP: 0.003, Chunk: []float64{0.45, 0.3, 0.17, 0.08},
+		Fail: [2]int{4, 5}, Seed: 202},
 }
 
-// copyFolder copies a result folder to a temporary one, so that a report can be written into it.
-func copyFolder(t *testing.T, src string) string {
+// sweepFolder writes the sweep called name as a result folder of that name in a temporary
+// directory, so that a report can name it, and returns its path.
+func sweepFolder(t *testing.T, name string) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return sweeps[name].Builder(t).WriteDir(t, filepath.Join(t.TempDir(), name))
 }
 
 func TestReportCommand(t *testing.T) {
 	t.Run("default output", func(t *testing.T) {
-		dir := copyFolder(t, reportFixture("new"))
+		dir := sweepFolder(t, "new")
 		stdout, stderr, code := runCmd(t, "report", dir)
 		want := "wrote " + filepath.Join(dir, "report", "index.html") + " (7 charts as PNG and SVG, fits.csv)\n"
 		if code != 0 || stdout != want || stderr != "" {
@@ -40,8 +43,9 @@ func TestReportCommand(t *testing.T) {
 		}
 	})
 	t.Run("two folders, -o after them", func(t *testing.T) {
+		old, new := sweepFolder(t, "old"), sweepFolder(t, "new")
 		out := filepath.Join(t.TempDir(), "cmp")
-		stdout, stderr, code := runCmd(t, "report", reportFixture("old"), reportFixture("new"), "-o", out)
+		stdout, stderr, code := runCmd(t, "report", old, new, "-o", out)
 		if code != 0 || !strings.HasPrefix(stdout, "wrote "+filepath.Join(out, "index.html")) || stderr != "" {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
@@ -52,14 +56,14 @@ func TestReportCommand(t *testing.T) {
 		if !strings.Contains(string(page), "old: old") || !strings.Contains(string(page), "new: new") {
 			t.Errorf("the page does not name both folders")
 		}
-		if _, err := os.Stat(filepath.Join(reportFixture("new"), "report")); !os.IsNotExist(err) {
-			t.Errorf("-o was not honoured: the committed folder got a report/ (%v)", err)
+		if _, err := os.Stat(filepath.Join(new, "report")); !os.IsNotExist(err) {
+			t.Errorf("-o was not honoured: the folder got a report/ (%v)", err)
 		}
 	})
 }
 
 func TestReportUsage(t *testing.T) {
-	dir := reportFixture("new")
+	dir := sweepFolder(t, "new")
 	tests := []struct {
 		args []string
 		code int

@@ -100,7 +100,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		progress = orchestrate.NewProgress(stderr, isTerminal(stderr))
 	}
 	out, runErr := orchestrate.Run(ctx, orchestrate.Options{
-		Experiment: exp, Configs: cfgs, Sink: folder, Done: done, Progress: progress,
+		Experiment: exp, Configs: cfgs, Done: done, Logs: folder.ServerLog,
+		Subscribers: []orchestrate.Subscriber{orchestrate.Record(folder), progress},
 	})
 
 	status := results.StatusComplete

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/engine"
 )
 
 // lockedBuf collects output written from several goroutines.
@@ -173,6 +175,7 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	engine.MaybeRunGuard()
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

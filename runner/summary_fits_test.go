@@ -14,7 +14,7 @@ import (
 // TestSummaryFitsAgreeWithReport checks that runner summary shows the same prefill/decode fit
 // as the report's fits.csv, on a folder that sweeps both prompt and output lengths.
 func TestSummaryFitsAgreeWithReport(t *testing.T) {
-	dir := reportFixture("new")
+	dir := sweepFolder(t, "new")
 	text, stderr, code := runCmd(t, "summary", dir)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)

@@ -12,6 +12,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 	"github.com/onelayerdown/runner/runner/internal/summary"
 )
 
@@ -20,73 +21,49 @@ import (
 // one timeout. With interrupt set it stops after the first config, as a killed run does.
 func summaryFixture(t *testing.T, root string, reps int, interrupt bool) string {
 	t.Helper()
-	start := time.Date(2026, 11, 29, 8, 12, 0, 0, time.UTC)
-	exp := &experiment.Experiment{Version: 1, Name: "summary-fixture", Source: []byte("name: summary-fixture\n")}
 	var configs []experiment.Config
 	for i, mt := range []int{64, 256} {
 		configs = append(configs, experiment.Config{ID: fmt.Sprintf("cfg%d", i), ServerID: "srv0", Index: i,
 			Label: fmt.Sprintf("max_tokens=%d", mt), Axes: []experiment.AxisValue{{Path: "request.max_tokens", Value: fmt.Sprint(mt)}},
 			Request: experiment.Request{MaxTokens: mt}, Repetitions: reps, Warmup: 1})
 	}
-	f, err := results.Create(root, exp, configs, results.RunInfo{RunnerVersion: "test", Start: start, Machine: &results.Machine{Arch: "linux/amd64"}})
+	b := &resultstest.Builder{
+		Experiment: resultstest.Experiment("summary-fixture"),
+		Configs:    configs,
+		Run:        results.RunInfo{RunnerVersion: "test", Machine: &results.Machine{Arch: "linux/amd64"}},
+		Request: func(d resultstest.Draw) record.Request {
+			ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
+			c, seq := d.Config, d.Seq
+			phase, _ := d.Phase()
+			n := c.Request.MaxTokens
+			start := resultstest.Start.Add(time.Duration(seq) * time.Second)
+			if c.Index == 1 && seq == 3 {
+				return record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Status: record.StatusFailed,
+					ErrorClass: record.ErrTimeout, Error: "deadline exceeded", Start: start, MaxTokens: n}
+			}
+			ttft := 40 + float64(c.Index)*25 + float64((seq*7)%5)*1.5
+			tpot := 8 + float64((seq*3)%4)*0.25
+			return record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Status: record.StatusOK,
+				Start: start, HTTPStatus: 200, TTFT: ms(ttft),
+				E2E: ms(ttft + tpot*float64(n-1)), TPOTEvent: ms(tpot), TPOTToken: ms(tpot), TPOTTokenExact: true,
+				ITLMedian: ms(tpot), TextEvents: n, OutputTokens: record.Int(n), TokenSource: record.SourceUsage, MaxTokens: n}
+		},
+	}
+	if !interrupt {
+		return b.Write(t, root)
+	}
+	// Leave the folder as a run killed in the middle of a write would: the first config's
+	// rows, a torn last line, a manifest that says running, and no live writer.
+	b.Requests = func(c experiment.Config) int { return (1 - c.Index) * (2 + reps) }
+	b.Status = results.StatusRunning
+	dir := b.Write(t, root)
+	req, err := os.OpenFile(filepath.Join(dir, "requests.csv"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
-	for _, c := range configs {
-		for seq := 0; seq < 2+reps; seq++ {
-			phase := record.PhaseMeasure
-			switch seq {
-			case 0:
-				phase = record.PhaseFirst
-			case 1:
-				phase = record.PhaseWarmup
-			}
-			n := c.Request.MaxTokens
-			ttft := 40 + float64(c.Index)*25 + float64((seq*7)%5)*1.5
-			tpot := 8 + float64((seq*3)%4)*0.25
-			r := record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Status: record.StatusOK,
-				Start: start.Add(time.Duration(seq) * time.Second), HTTPStatus: 200, TTFT: ms(ttft),
-				E2E: ms(ttft + tpot*float64(n-1)), TPOTEvent: ms(tpot), TPOTToken: ms(tpot), TPOTTokenExact: true,
-				ITLMedian: ms(tpot), TextEvents: n, OutputTokens: record.Int(n), TokenSource: record.SourceUsage, MaxTokens: n}
-			if c.Index == 1 && seq == 3 {
-				r = record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Status: record.StatusFailed,
-					ErrorClass: record.ErrTimeout, Error: "deadline exceeded", Start: r.Start, MaxTokens: n}
-			}
-			if err := f.Append(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if interrupt {
-			// Leave the folder as a run killed in the middle of a write would: a torn last
-			// line, a manifest that says running, and no live writer.
-			req, err := os.OpenFile(filepath.Join(f.Dir(), "requests.csv"), os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.WriteString("1,cfg1-0,cfg1,srv0,0,fi")
-			req.Close()
-			return abandonFolder(t, f)
-		}
-	}
-	if err := f.Close(results.StatusComplete); err != nil {
-		t.Fatal(err)
-	}
-	return f.Dir()
-}
-
-// abandonFolder leaves f unfinished by copying it while its writer still runs: the copy has a
-// manifest that says running and no live writer, which is what a killed run leaves.
-func abandonFolder(t *testing.T, f *results.Folder) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "copy")
-	if err := os.CopyFS(dst, os.DirFS(f.Dir())); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(results.StatusInterrupted); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	req.WriteString("1,cfg1-0,cfg1,srv0,0,fi")
+	req.Close()
+	return dir
 }
 
 func TestSummaryGolden(t *testing.T) {

@@ -1,14 +1,13 @@
 package compare
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 	"github.com/onelayerdown/runner/runner/internal/stats"
 )
 
@@ -252,23 +251,8 @@ func TestCompareEnvironment(t *testing.T) {
 // message that says so, as a folder written by a newer runner would be.
 func TestCompareFormatVersion(t *testing.T) {
 	dir := sideSpec{configs: testConfigs(6, "a"), env: baseEnv, seed: 1}.write(t, t.TempDir())
-	path := filepath.Join(dir, results.ManifestFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["schema_version"] = 2
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Load(dir)
+	resultstest.EditManifest(t, dir, func(m map[string]any) { m["schema_version"] = 2 })
+	_, err := Load(dir)
 	if err == nil || !strings.Contains(err.Error(), "schema_version 2 is not supported") {
 		t.Errorf("Load of a version 2 folder: %v", err)
 	}

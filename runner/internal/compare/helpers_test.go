@@ -3,7 +3,6 @@ package compare
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
 
 // t0 is a fixed start time, so that folders and reports are deterministic.
@@ -53,24 +53,18 @@ var baseEnv = env{engineVersion: "0.6.3", gpu: "Tesla T4", runner: "0.1.0",
 
 // request draws one request of config c: seq 0 is the first request after boot, seq 1 a warm-up,
 // the rest measured.
-func request(r *rand.Rand, c experiment.Config, seq int, d dist) record.Request {
-	phase, rep := record.PhaseMeasure, seq-2
-	switch seq {
-	case 0:
-		phase, rep = record.PhaseFirst, 0
-	case 1:
-		phase, rep = record.PhaseWarmup, 0
-	}
-	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(math.Round(x*1e3)) * time.Microsecond) }
+func request(d resultstest.Draw, dist dist) record.Request {
+	c, seq, ms := d.Config, d.Seq, resultstest.Ms
+	phase, rep := d.Phase()
 	q := record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Rep: rep,
 		Start: t0.Add(time.Duration(seq) * time.Second), MaxTokens: c.Request.MaxTokens, Cache: "reset"}
-	if phase == record.PhaseMeasure && rep < d.fail {
+	if phase == record.PhaseMeasure && rep < dist.fail {
 		q.Status, q.ErrorClass, q.Error = record.StatusFailed, record.ErrTimeout, "deadline exceeded"
 		return q
 	}
-	ttft := d.ttft * math.Exp(d.spread*r.NormFloat64())
-	tpot := d.tpot * math.Exp(d.spread*r.NormFloat64())
-	n := d.tokens
+	ttft := dist.ttft * math.Exp(dist.spread*d.Rand.NormFloat64())
+	tpot := dist.tpot * math.Exp(dist.spread*d.Rand.NormFloat64())
+	n := dist.tokens
 	q.Status, q.HTTPStatus = record.StatusOK, 200
 	q.TTFT, q.TPOTEvent, q.TPOTToken, q.ITLMedian = ms(ttft), ms(tpot), ms(tpot), ms(tpot)
 	q.TPOTTokenExact = true
@@ -110,48 +104,37 @@ func (s sideSpec) machine() results.Machine {
 	return m
 }
 
-func (s sideSpec) requests() []record.Request {
-	r := rand.New(rand.NewPCG(s.seed, 99))
-	var out []record.Request
-	for _, c := range s.configs {
-		d, ok := s.dists[c.Label]
-		if !ok {
-			d = baseDist
-		}
-		for seq := 0; seq < 2+c.Repetitions; seq++ {
-			out = append(out, request(r, c, seq, d))
-		}
+// builder returns the side's folder: each config has a first request, one warm-up and its
+// measured requests, drawn from its distribution.
+func (s sideSpec) builder() *resultstest.Builder {
+	m := s.machine()
+	return &resultstest.Builder{
+		Experiment: &experiment.Experiment{Version: 1, Name: "diff-test", Source: []byte("diff-test")},
+		Configs:    s.configs,
+		Run:        results.RunInfo{RunnerVersion: s.env.runner, Start: t0, Machine: &m},
+		Servers:    []results.ServerInfo{s.server()},
+		Seed:       [2]uint64{s.seed, 99},
+		Requests:   func(c experiment.Config) int { return 2 + c.Repetitions },
+		Request: func(d resultstest.Draw) record.Request {
+			dist, ok := s.dists[d.Config.Label]
+			if !ok {
+				dist = baseDist
+			}
+			return request(d, dist)
+		},
 	}
-	return out
 }
 
 // memory builds the side in memory, without a folder.
 func (s sideSpec) memory() *Side {
-	return &Side{Dir: s.dir, Manifest: s.manifest(), Status: results.StatusComplete, Requests: s.requests()}
+	return &Side{Dir: s.dir, Manifest: s.manifest(), Status: results.StatusComplete, Requests: s.builder().Records()}
 }
 
 // write writes the side as a result folder under root with the results package's writer and
 // returns its path.
 func (s sideSpec) write(t *testing.T, root string) string {
 	t.Helper()
-	exp := &experiment.Experiment{Version: 1, Name: "diff-test", Source: []byte("diff-test")}
-	m := s.machine()
-	f, err := results.Create(root, exp, s.configs, results.RunInfo{RunnerVersion: s.env.runner, Start: t0, Machine: &m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.SetServer(s.server()); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range s.requests() {
-		if err := f.Append(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(results.StatusComplete); err != nil {
-		t.Fatal(err)
-	}
-	return f.Dir()
+	return s.builder().Write(t, root)
 }
 
 // row returns the report's row of a config label and metric.

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -28,12 +28,16 @@ type truth struct {
 func msDur(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
 
 // synthSweep returns configs over prompt × output lengths (plus an optional dtype axis) and
-// their requests drawn from tr: per config one first request and one warm-up request far off
-// the line, reps measured ones, and one failed measured request, so that a fit that kept any
-// of those would miss the truth.
-func synthSweep(rng *rand.Rand, tr map[string]truth, prompts, outputs []int, reps int) ([]experiment.Config, []record.Request) {
+// their requests drawn from tr with a PCG source of the given seeds: per config one first
+// request and one warm-up request far off the line, reps measured ones, and one failed
+// measured request, so that a fit that kept any of those would miss the truth.
+func synthSweep(seed [2]uint64, tr map[string]truth, prompts, outputs []int, reps int) ([]experiment.Config, []record.Request) {
 	var configs []experiment.Config
-	var reqs []record.Request
+	type point struct {
+		m    truth
+		p, o int
+	}
+	points := map[string]point{}
 	dtypes := []string{"half", "float"}[:len(tr)]
 	if len(tr) == 1 {
 		for k := range tr {
@@ -41,7 +45,6 @@ func synthSweep(rng *rand.Rand, tr map[string]truth, prompts, outputs []int, rep
 		}
 	}
 	for _, dt := range dtypes {
-		m := tr[dt]
 		for _, p := range prompts {
 			for _, o := range outputs {
 				c := experiment.Config{ID: fmt.Sprintf("c%d", len(configs)), ServerID: "s-" + dt, Index: len(configs),
@@ -52,30 +55,35 @@ func synthSweep(rng *rand.Rand, tr map[string]truth, prompts, outputs []int, rep
 					c.Axes = append(c.Axes, experiment.AxisValue{Path: "server.dtype", Value: dt})
 				}
 				configs = append(configs, c)
-				for seq := 0; seq < reps+3; seq++ {
-					phase, status := record.PhaseMeasure, record.StatusOK
-					ttft := m.a + m.b*float64(p) + m.noise*rng.NormFloat64()
-					decode := 0.0
-					for range o - 1 {
-						decode += m.c + 0.3*m.c*rng.NormFloat64()
-					}
-					switch seq {
-					case 0:
-						phase, ttft, decode = record.PhaseFirst, ttft+4000, decode*3
-					case 1:
-						phase, ttft = record.PhaseWarmup, ttft+900
-					case 2:
-						status, ttft = record.StatusFailed, 1
-					}
-					r := record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Status: status,
-						TTFT: msDur(ttft), E2E: msDur(ttft + decode + 0.2), OutputTokens: record.Int(o),
-						PromptTokensRequested: record.Int(p), PromptTokensReported: record.Int(p)}
-					reqs = append(reqs, r)
-				}
+				points[c.ID] = point{tr[dt], p, o}
 			}
 		}
 	}
-	return configs, reqs
+	b := &resultstest.Builder{Configs: configs, Seed: seed,
+		Requests: func(experiment.Config) int { return reps + 3 },
+		Request: func(d resultstest.Draw) record.Request {
+			c, seq, rng := d.Config, d.Seq, d.Rand
+			m, p, o := points[c.ID].m, points[c.ID].p, points[c.ID].o
+			phase, status := record.PhaseMeasure, record.StatusOK
+			ttft := m.a + m.b*float64(p) + m.noise*rng.NormFloat64()
+			decode := 0.0
+			for range o - 1 {
+				decode += m.c + 0.3*m.c*rng.NormFloat64()
+			}
+			switch seq {
+			case 0:
+				phase, ttft, decode = record.PhaseFirst, ttft+4000, decode*3
+			case 1:
+				phase, ttft = record.PhaseWarmup, ttft+900
+			case 2:
+				status, ttft = record.StatusFailed, 1
+			}
+			return record.Request{ConfigID: c.ID, ServerID: c.ServerID, Seq: seq, Phase: phase, Status: status,
+				TTFT: msDur(ttft), E2E: msDur(ttft + decode + 0.2), OutputTokens: record.Int(o),
+				PromptTokensRequested: record.Int(p), PromptTokensReported: record.Int(p)}
+		},
+	}
+	return configs, b.Records()
 }
 
 // within checks that an estimate is close to the truth and that its interval covers it.
@@ -90,9 +98,8 @@ func within(t *testing.T, what string, e Estimate, want, tol float64) {
 }
 
 func TestSweepsRecoverKnownCoefficients(t *testing.T) {
-	rng := rand.New(rand.NewPCG(2026, 1))
 	tr := map[string]truth{"half": {a: 18, b: 0.045, c: 7.5, noise: 1.5}, "float": {a: 30, b: 0.11, c: 15, noise: 3}}
-	configs, reqs := synthSweep(rng, tr, []int{32, 128, 256, 512, 896}, []int{16, 64, 256}, 8)
+	configs, reqs := synthSweep([2]uint64{2026, 1}, tr, []int{32, 128, 256, 512, 896}, []int{16, 64, 256}, 8)
 	sweeps := Sweeps(configs, reqs)
 	if len(sweeps) != 2 {
 		t.Fatalf("%d sweeps, want one per dtype", len(sweeps))
@@ -250,8 +257,7 @@ func TestSweepGrouping(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 5))
-	configs, reqs := synthSweep(rng, map[string]truth{"half": {a: 20, b: 0.05, c: 8, noise: 1}}, []int{64, 256, 512}, []int{32, 128}, 6)
+	configs, reqs := synthSweep([2]uint64{5, 5}, map[string]truth{"half": {a: 20, b: 0.05, c: 8, noise: 1}}, []int{64, 256, 512}, []int{32, 128}, 6)
 	s := Sweeps(configs, reqs)[0]
 	p, d := s.Prefill.Describe(), s.Decode.Describe()
 	for _, w := range []string{"a = ", " ms, b = ", "ms/token, R² 0.9", "36 requests of 6 configs", "(prompt tokens reported)"} {
@@ -284,8 +290,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestWriteCSVGolden(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	configs, reqs := synthSweep(rng, map[string]truth{"half": {a: 20, b: 0.05, c: 8, noise: 1}, "float": {a: 31, b: 0.1, c: 16, noise: 2}},
+	configs, reqs := synthSweep([2]uint64{9, 9}, map[string]truth{"half": {a: 20, b: 0.05, c: 8, noise: 1}, "float": {a: 31, b: 0.1, c: 16, noise: 2}},
 		[]int{64, 512}, []int{32}, 5)
 	oneLength := []record.Request{{ConfigID: "z", Phase: record.PhaseMeasure, Status: record.StatusOK, TTFT: msDur(10),
 		E2E: msDur(100), OutputTokens: record.Int(10), PromptTokensRequested: record.Int(128)}}

@@ -34,6 +34,7 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
+	MaybeRunGuard()
 	switch os.Getenv(roleEnv) {
 	case "server":
 		os.Exit(fakeServer(os.Args[1:]))

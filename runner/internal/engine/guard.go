@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -33,12 +34,21 @@ const guardDeathSignal = syscall.SIGWINCH
 // SIGTERM, the grace period, SIGKILL. So no part of a server outlives the runner, even when the
 // runner is killed with SIGKILL or crashes.
 //
-// The guard is entered from this package's init, before any main function runs, so that every
-// binary that links this package (the runner, and the test binaries of packages that start
-// servers) can act as one; it never returns from init.
-func init() {
+// The guard is the runner's own executable, so every program that starts servers (the runner,
+// and the test binaries of packages whose tests start servers) must enter it explicitly, first
+// thing in main or TestMain, by calling MaybeRunGuard. Start refuses to boot a server from a
+// program that never did: its guard process would run the program itself instead.
+
+// guardEntered records that MaybeRunGuard ran in this process and found it is not a guard.
+var guardEntered atomic.Bool
+
+// MaybeRunGuard makes this process the guard of a server and exits, when Start started it as
+// one; otherwise it returns at once. Call it first thing in main, and in the TestMain of every
+// test binary whose tests start servers, before anything else runs.
+func MaybeRunGuard() {
 	v, ok := os.LookupEnv(guardEnv)
 	if !ok {
+		guardEntered.Store(true)
 		return
 	}
 	os.Exit(guardMain(v, os.Args[1:]))

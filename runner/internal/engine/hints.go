@@ -3,9 +3,10 @@ package engine
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
+
+	"github.com/onelayerdown/runner/runner/internal/engines"
 )
 
 // hintInfo is what a hint may mention besides the matched log text.
@@ -221,32 +222,23 @@ func portHint(host string, port int) string {
 	return fmt.Sprintf("port %d on %s is taken by another process: stop that process, or set server.port: 0 to let the runner pick a free port", port, host)
 }
 
-// presetSettings names, per engine, the experiment settings its preset passes to the server. A
-// hint names a setting only for an engine that both accepts it in an experiment file and passes
-// it on; for any other engine the flag can only have come from the server's argv as the
-// experiment writes it (server.args, or server.command).
-var presetSettings = map[string][]string{
-	"vllm":     {"server.dtype", "server.max_model_len", "server.model", "server.host", "server.port"},
-	"sglang":   {"server.dtype", "server.max_model_len", "server.model", "server.host", "server.port"},
-	"llamacpp": {"server.max_model_len", "server.model", "server.host", "server.port"},
-	"ollama":   {"server.max_model_len", "server.model", "server.host", "server.port"},
-	// runner sim takes --dtype, but an experiment file sets server.dtype only for vllm and sglang.
-	"sim": {"server.max_model_len", "server.model", "server.host", "server.port"},
-}
-
-// passes reports whether the engine's preset passes the setting to the server.
+// passes reports whether the engine's preset passes the setting to the server as one of the
+// server's own flags (or, for ollama, its environment), and an experiment file can set it for
+// that engine: a hint names a setting only then. For any other engine the flag can only have
+// come from the server's argv as the experiment writes it (server.args, or server.command), and
+// endpoint starts nothing.
 func (in hintInfo) passes(setting string) bool {
-	return slices.Contains(presetSettings[in.Engine], setting)
+	e, ok := engines.Lookup(in.Engine)
+	name, _ := strings.CutPrefix(setting, "server.")
+	return ok && e.Boots && !e.Takes("command") && e.Takes(name) && e.Uses(name)
 }
 
 // argv names where the experiment writes the server's own arguments; "" for an engine that
 // takes none from it (ollama is configured through its environment; endpoint starts nothing).
+// An engine outside the table is taken to append server.args, as the presets of the table do.
 func (in hintInfo) argv() string {
-	switch in.Engine {
-	case "command":
-		return "server.command or server.args"
-	case "ollama", "endpoint":
-		return ""
+	if e, ok := engines.Lookup(in.Engine); ok {
+		return e.Argv()
 	}
 	return "server.args"
 }
@@ -319,17 +311,15 @@ func authHint(engine string, keySent bool) string {
 	case engine == "endpoint":
 		return "the server wants an API key: put it in an environment variable and name that variable in server.api_key_env"
 	}
-	switch engine {
-	case "vllm", "sim", "sglang", "llamacpp":
+	// An engine whose preset builds the server's command line and appends server.args gets the
+	// key the runner sends from --api-key there.
+	if e, ok := engines.Lookup(engine); ok && e.Boots && e.Argv() == "server.args" {
 		if keySent {
 			return fmt.Sprintf("%s refused the key given as --api-key in server.args: check it", engine)
 		}
 		other := ""
-		switch engine {
-		case "vllm", "sim":
-			other = ", not only as VLLM_API_KEY"
-		case "llamacpp":
-			other = ", not only as LLAMA_API_KEY"
+		if e.KeyEnv != "" {
+			other = ", not only as " + e.KeyEnv
 		}
 		return fmt.Sprintf("the server requires an API key the runner did not send: the runner sends the key given as --api-key in server.args%s in server.env or the runner's environment; or start %s without one", other, engine)
 	}

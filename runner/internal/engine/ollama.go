@@ -15,10 +15,6 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
 
-func init() {
-	Register("ollama", ollamaPreset)
-}
-
 // OllamaVersion is the ollama release the project builds and tests against (.ci/build-ollama.sh).
 const OllamaVersion = "v0.17.4"
 
@@ -155,7 +151,7 @@ func ollamaPreset(srv experiment.Server, t Target) (*Launch, error) {
 		},
 		ServedModel: func(context.Context, *Hook) (string, error) { return name, nil },
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "ollama", "dtype", "args", "entrypoint", "command", "ready_path", "url"),
+		Notes:       ignored(srv, "ollama"),
 	}, nil
 }
 

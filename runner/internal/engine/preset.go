@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/engines"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
 )
@@ -197,16 +199,27 @@ func orNone(loc string) string {
 	return loc
 }
 
+// builtin attaches a preset to every engine of the engine table, by name.
+var builtin = map[string]Preset{
+	"vllm":     vllmPreset,
+	"sglang":   sglangPreset,
+	"llamacpp": llamaCppPreset,
+	"ollama":   ollamaPreset,
+	"command":  commandPreset,
+	"sim":      simPreset,
+	"endpoint": endpointPreset,
+}
+
 var (
 	presetsMu sync.RWMutex
-	presets   = map[string]Preset{}
+	presets   = maps.Clone(builtin)
 )
 
 // DefaultEngine is the engine used when server.engine is empty.
-const DefaultEngine = "vllm"
+const DefaultEngine = engines.Default
 
-// Register makes a preset available under an engine name. It is meant to be called from an
-// init function and panics when the name is already taken.
+// Register makes a preset available under an engine name that is not in the engine table, for
+// a program or a test that brings its own server. It panics when the name is already taken.
 func Register(name string, p Preset) {
 	presetsMu.Lock()
 	defer presetsMu.Unlock()

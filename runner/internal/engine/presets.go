@@ -7,18 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onelayerdown/runner/runner/internal/engines"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/redact"
 )
-
-func init() {
-	Register("vllm", vllmPreset)
-	Register("sglang", sglangPreset)
-	Register("llamacpp", llamaCppPreset)
-	Register("command", commandPreset)
-	Register("sim", simPreset)
-	Register("endpoint", endpointPreset)
-}
 
 // vllmPreset runs vLLM's OpenAI-compatible server: `vllm serve MODEL`, or, with
 // server.entrypoint: api_server, `python -m vllm.entrypoints.openai.api_server --model MODEL`
@@ -53,7 +45,7 @@ func vllmPreset(srv experiment.Server, t Target) (*Launch, error) {
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "vllm", "command", "ready_path", "url"),
+		Notes:       ignored(srv, "vllm"),
 	}, nil
 }
 
@@ -80,7 +72,7 @@ func sglangPreset(srv experiment.Server, t Target) (*Launch, error) {
 		VersionPath: "/get_server_info",
 		ResetPath:   "/flush_cache",
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "sglang", "entrypoint", "command", "ready_path", "url"),
+		Notes:       ignored(srv, "sglang"),
 	}, nil
 }
 
@@ -102,7 +94,7 @@ func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{"/health", "/v1/models"},
 		VersionPath: "/props",
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "llamacpp", "dtype", "entrypoint", "command", "ready_path", "url"),
+		Notes:       ignored(srv, "llamacpp"),
 	}, nil
 }
 
@@ -133,7 +125,7 @@ func commandPreset(srv experiment.Server, t Target) (*Launch, error) {
 		BaseURL:    t.URL(),
 		ReadyPaths: []string{ready},
 		APIKey:     apiKey(srv),
-		Notes:      ignored(srv, "command", "dtype", "max_model_len", "entrypoint", "url"),
+		Notes:      ignored(srv, "command"),
 	}
 	return l, nil
 }
@@ -161,7 +153,7 @@ func simPreset(srv experiment.Server, t Target) (*Launch, error) {
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "sim", "entrypoint", "command", "ready_path", "url"),
+		Notes:       ignored(srv, "sim"),
 	}, nil
 }
 
@@ -206,7 +198,7 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
 		APIKey:      key,
-		Notes:       ignored(srv, "endpoint", "dtype", "max_model_len", "args", "env", "entrypoint", "command", "port"),
+		Notes:       ignored(srv, "endpoint"),
 	}, nil
 }
 
@@ -273,23 +265,28 @@ func apiKey(srv experiment.Server) string {
 	return ""
 }
 
-// ignored returns a note for each of the named settings that srv sets although engine does
-// not use it.
-func ignored(srv experiment.Server, engine string, fields ...string) []string {
+// ignored returns a note for each server field that srv sets although the engine's preset does
+// not pass it on, as the engine table says. server.ready_timeout is never among them: the runner
+// itself waits that long, whatever the engine.
+func ignored(srv experiment.Server, engine string) []string {
 	set := map[string]bool{
+		"model":         srv.Model != "",
 		"dtype":         srv.Dtype != "",
 		"max_model_len": srv.MaxModelLen > 0,
+		"host":          srv.Host != "",
+		"port":          srv.Port != 0,
+		"url":           srv.URL != "",
+		"api_key_env":   srv.APIKeyEnv != "",
+		"entrypoint":    srv.Entrypoint != "",
+		"ready_path":    srv.ReadyPath != "",
 		"args":          len(srv.Args) > 0,
 		"env":           len(srv.Env) > 0,
-		"entrypoint":    srv.Entrypoint != "",
 		"command":       len(srv.Command) > 0,
-		"ready_path":    srv.ReadyPath != "",
-		"url":           srv.URL != "",
-		"port":          srv.Port != 0,
 	}
+	e, _ := engines.Lookup(engine)
 	var out []string
-	for _, f := range fields {
-		if set[f] {
+	for _, f := range engines.ServerFields {
+		if set[f] && !e.Uses(f) {
 			out = append(out, fmt.Sprintf("server.%s is not used by engine %s; ignoring it", f, engine))
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/engines"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/redact"
@@ -26,8 +27,8 @@ import (
 
 // Defaults for the settings of StartOptions and experiment.Server left at zero.
 const (
-	DefaultHost               = "127.0.0.1"
-	DefaultReadyTimeout       = 10 * time.Minute
+	DefaultHost               = engines.DefaultHost
+	DefaultReadyTimeout       = engines.DefaultReadyTimeout
 	DefaultStopGrace          = 10 * time.Second
 	DefaultPortReleaseTimeout = 30 * time.Second
 )
@@ -316,6 +317,10 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 			return nil, &BootError{Engine: s.engine, Reason: fmt.Sprintf("port %d on %s is already in use (%v)", s.port, s.host, err),
 				Hint: portHint(s.host, s.port), ExitCode: -1, Log: s.log.name, Argv: s.Argv()}
 		}
+	}
+	if !guardEntered.Load() {
+		s.cleanupDir()
+		return nil, fmt.Errorf("%s: this program never called engine.MaybeRunGuard, so it cannot act as the guard of a server", s.engine)
 	}
 	self, err := os.Executable()
 	if err != nil {

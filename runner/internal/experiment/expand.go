@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/engines"
 )
 
 // Limits on the work one experiment file may ask for. They are far above any useful benchmark
@@ -469,55 +471,33 @@ func (c Config) clone() Config {
 	return c
 }
 
-// bootEngines are the engines that start a server process.
-var bootEngines = []string{"vllm", "sglang", "llamacpp", "ollama", "command", "sim"}
-
-// appliesTo names, for fields that only some engines use, the engines that use them.
-var appliesTo = []struct {
-	path    string
-	engines []string
-}{
-	{"server.url", []string{"endpoint"}},
-	{"server.api_key_env", []string{"endpoint"}},
-	{"server.entrypoint", []string{"vllm"}},
-	{"server.command", []string{"command"}},
-	{"server.ready_path", []string{"command", "endpoint"}},
-	{"server.dtype", []string{"vllm", "sglang"}},
-	{"server.host", bootEngines},
-	{"server.port", bootEngines},
-	{"server.args", bootEngines},
-	{"server.env", bootEngines},
-}
-
 // Boots reports whether the engine starts a server process (every engine but endpoint).
-func Boots(engine string) bool { return slices.Contains(bootEngines, engine) }
-
-// resetEngines are the engines whose preset can empty the prefix cache before every request.
-// llama-server has no endpoint for it, and a server from server.command is unknown to the
-// runner. endpoint is tried when it connects: the running server may or may not offer it.
-var resetEngines = []string{"vllm", "sglang", "ollama", "sim", "endpoint"}
+func Boots(engine string) bool { return engines.Boots(engine) }
 
 // CanResetCache reports whether engine can empty its prefix cache, so that cache: reset is
 // possible (for endpoint, possible if the running server offers it).
-func CanResetCache(engine string) bool { return slices.Contains(resetEngines, engine) }
+func CanResetCache(engine string) bool { return engines.CanReset(engine) }
 
 // resetProblem says why a config cannot reset the prefix cache, or "" when it can. It depends
-// on the engine, and for vllm and sim on VLLM_SERVER_DEV_MODE, which the reset needs and
-// server.env may turn off.
+// on the engine, and for an engine whose reset needs a variable (vllm and sim:
+// VLLM_SERVER_DEV_MODE) on server.env, which may turn it off.
 func resetProblem(c *Config) string {
 	eng := c.Server.Engine
-	if !CanResetCache(eng) {
+	e, _ := engines.Lookup(eng)
+	if !e.CanReset {
+		// The engines to switch to are those the runner boots: whether a running server can
+		// reset is known only once the runner connects to it.
 		var can []string
-		for _, e := range resetEngines {
-			if e != "endpoint" {
-				can = append(can, e)
+		for _, o := range engines.All() {
+			if o.CanReset && o.Boots {
+				can = append(can, o.Name)
 			}
 		}
 		return fmt.Sprintf("engine %s cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (%s)", eng, strings.Join(can, ", "))
 	}
-	if eng == "vllm" || eng == "sim" {
-		if v, ok := c.Server.Env["VLLM_SERVER_DEV_MODE"]; ok && v != "1" && !slices.ContainsFunc(c.Server.Args, isDevModeFlag) {
-			return fmt.Sprintf("engine %s empties its prefix cache only with VLLM_SERVER_DEV_MODE=1, and server.env sets it to %q: set cache: keep, or leave VLLM_SERVER_DEV_MODE out of server.env", eng, v)
+	if name := e.ResetEnv; name != "" {
+		if v, ok := c.Server.Env[name]; ok && v != "1" && !slices.ContainsFunc(c.Server.Args, isDevModeFlag) {
+			return fmt.Sprintf("engine %s empties its prefix cache only with %s=1, and server.env sets it to %q: set cache: keep, or leave %s out of server.env", eng, name, v, name)
 		}
 	}
 	return ""
@@ -565,28 +545,31 @@ func (x *expander) resolve(c *Config, src map[string]string) bool {
 	for _, f := range fields {
 		set[f.path] = f.isSet(c)
 	}
-	for _, a := range appliesTo {
-		if set[a.path] && !slices.Contains(a.engines, eng) {
-			x.errorf(src[a.path], "does not apply to engine %s; it is for %s%s", eng, strings.Join(a.engines, ", "), about(a.path, "server.engine"))
+	e, _ := engines.Lookup(eng)
+	for _, name := range engines.ServerFields {
+		if p := "server." + name; set[p] && !e.Takes(name) {
+			x.errorf(src[p], "does not apply to engine %s; it is for %s%s", eng, strings.Join(engines.Taking(name), ", "), about(p, "server.engine"))
 		}
 	}
-	if eng != "sim" && !set["server.model"] {
-		what := "the model the server loads"
-		if eng == "endpoint" {
-			what = "sent as the request's model field"
-		}
-		missing("server.model", "server", "is required for engine %s (%s)%s", eng, what, about("server.engine"))
-	}
-	if eng == "endpoint" && !set["server.url"] {
-		missing("server.url", "server", "is required for engine endpoint%s", about("server.engine"))
-	}
-	if eng == "command" {
+	for _, name := range e.Requires {
+		p := "server." + name
 		switch {
-		case !set["server.command"]:
-			missing("server.command", "server", "is required for engine command%s", about("server.engine"))
-		case c.Server.Port == 0 && !slices.ContainsFunc(append(slices.Clone(c.Server.Command), c.Server.Args...), func(a string) bool { return strings.Contains(a, "{port}") }):
-			x.errorf(src["server.command"], "must pass the port with a {port} placeholder, or server.port must be set%s", about("server.engine", "server.port"))
+		case set[p]:
+		case name == "model":
+			what := "the model the server loads"
+			if !e.Boots {
+				what = "sent as the request's model field"
+			}
+			missing(p, "server", "is required for engine %s (%s)%s", eng, what, about("server.engine"))
+		default:
+			missing(p, "server", "is required for engine %s%s", eng, about("server.engine"))
 		}
+	}
+	// An engine that takes its command line from the file needs the port in it, unless the
+	// file fixes the port.
+	if e.Takes("command") && set["server.command"] && c.Server.Port == 0 &&
+		!slices.ContainsFunc(append(slices.Clone(c.Server.Command), c.Server.Args...), func(a string) bool { return strings.Contains(a, "{port}") }) {
+		x.errorf(src["server.command"], "must pass the port with a {port} placeholder, or server.port must be set%s", about("server.engine", "server.port"))
 	}
 
 	// A reset the engine cannot do would fail every request at run time; without an explicit
@@ -685,27 +668,16 @@ func applyDefaults(c *Config) {
 		c.Timeouts.Request = DefaultRequestTimeout
 	}
 	s := &c.Server
+	e, _ := engines.Lookup(s.Engine)
 	if s.ReadyTimeout == 0 {
-		switch s.Engine {
-		case "sim":
-			s.ReadyTimeout = DefaultSimTimeout
-		case "endpoint":
-			s.ReadyTimeout = DefaultEndpointWait
-		default:
-			s.ReadyTimeout = DefaultReadyTimeout
+		s.ReadyTimeout = e.ReadyTimeout
+	}
+	for _, name := range engines.ServerFields {
+		if v, ok := e.Defaults[name]; ok {
+			if f := fieldByPath("server." + name); !f.isSet(c) {
+				f.set(c, v)
+			}
 		}
-	}
-	if s.Host == "" && Boots(s.Engine) {
-		s.Host = DefaultHost
-	}
-	if s.Entrypoint == "" && s.Engine == "vllm" {
-		s.Entrypoint = DefaultEntrypoint
-	}
-	if s.ReadyPath == "" && (s.Engine == "command" || s.Engine == "endpoint") {
-		s.ReadyPath = DefaultReadyPath
-	}
-	if s.Model == "" && s.Engine == "sim" {
-		s.Model = DefaultSimModel
 	}
 }
 

@@ -11,29 +11,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/engines"
 	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
-// Engines lists the server.engine values, the default first.
-var Engines = []string{"vllm", "sglang", "llamacpp", "ollama", "command", "sim", "endpoint"}
+// Engines lists the server.engine values, the default first: the names of the engine table.
+var Engines = engines.Names()
 
 // Defaults applied to what an experiment file leaves out. They are part of each config's content,
-// so a value given explicitly and equal to its default gives the same config id.
+// so a value given explicitly and equal to its default gives the same config id. The defaults of
+// the server fields depend on the engine and come from its entry in the engine table.
 const (
-	DefaultEngine         = "vllm"
+	DefaultEngine         = engines.Default
 	DefaultAPI            = "completions"
 	DefaultRepetitions    = 10
 	DefaultWarmup         = 1
 	DefaultCache          = "reset" // keep for a config that cannot reset (CanResetCache)
 	DefaultOrder          = "sequential"
 	DefaultRequestTimeout = 5 * time.Minute
-	DefaultReadyTimeout   = 10 * time.Minute // engines that boot a server, but sim
-	DefaultSimTimeout     = 30 * time.Second // sim: ready_timeout
-	DefaultEndpointWait   = 30 * time.Second // endpoint: how long to wait for it to answer
-	DefaultHost           = "127.0.0.1"
-	DefaultEntrypoint     = "serve"
-	DefaultReadyPath      = "/v1/models"
-	DefaultSimModel       = "sim-model"
 )
 
 // kind is the type of a scalar field.

@@ -1,7 +1,8 @@
 // Package orchestrate runs the matrix: for each distinct server config it boots the server once,
 // prepares the prompts, sends every request of that server's configs in the experiment's order,
-// appends each record to the result folder as it completes, and stops the server before the
-// next one boots.
+// and stops the server before the next one boots. It reports what happens as typed events
+// (events.go) to its subscribers: the result folder records the requests and servers (Record),
+// the progress display shows them.
 package orchestrate
 
 import (
@@ -11,7 +12,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
-	"os"
+	"strings"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
@@ -23,25 +24,22 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/tokens"
 )
 
-// Sink receives the records of a run; *results.Folder is the one the runner uses.
-type Sink interface {
-	Append(rec record.Request) error
-	SetServer(info results.ServerInfo) error
-	ServerLog(serverID string) (*os.File, error)
-}
-
 // Options is everything a run needs.
 type Options struct {
 	Experiment *experiment.Experiment
 	Configs    []experiment.Config
-	Sink       Sink
+	// Subscribers receive the run's events, in this order. Put the one that records the rows
+	// (Record) first, so that a request it cannot record is reported nowhere else.
+	Subscribers []Subscriber
+	// Logs opens where the output of a server goes, for each server config the run boots or
+	// connects to, with the name that messages call it by (a path); the run closes it once the
+	// server has ended. Nil discards the servers' output.
+	Logs func(serverID string) (w io.WriteCloser, name string, err error)
 	// Done holds the requests a resumed folder already has; they are not sent again.
 	Done results.Done
 	// Executable is the runner's own executable, which engine sim runs; empty means
 	// os.Executable().
 	Executable string
-	// Progress receives progress reports; nil discards them.
-	Progress *Progress
 	// StopTimeout bounds how long stopping a server may take once the run is over or
 	// interrupted.
 	StopTimeout time.Duration
@@ -83,21 +81,22 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		out.Skipped += done
 		total = experiment.AddSat(total, all-done)
 	}
-	o.Progress.start(total, len(groups))
+	subs := subscribers(o.Subscribers)
+	subs.tell(RunStarted{Requests: total, Servers: len(groups), Skipped: out.Skipped})
 
 	for gi, g := range groups {
 		if err := ctx.Err(); err != nil {
 			out.Interrupted = true
 			return out, err
 		}
-		if err := runServer(ctx, o, gi, g, tk, &out); err != nil {
+		if err := runServer(ctx, o, gi, len(groups), g, tk, &out); err != nil {
 			if ctx.Err() != nil {
 				out.Interrupted = true
 			}
 			return out, err
 		}
 	}
-	o.Progress.finish()
+	subs.tell(RunFinished{})
 	return out, nil
 }
 
@@ -150,8 +149,18 @@ func (g group) pending(o Options) iter.Seq[measure.Job] {
 }
 
 // runServer boots one server, runs its configs' requests, and stops it.
-func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tiktoken, out *Outcome) error {
+func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tokens.Tiktoken, out *Outcome) error {
+	subs := subscribers(o.Subscribers)
 	all := experiment.Requests(g.configs)
+	rs := &serverRun{g: g, subs: subs, out: out, left: make([]int, len(g.configs))}
+	for i, c := range g.configs {
+		// The schedule sends the group's first request for its first config.
+		n := experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0))
+		if i == 0 {
+			n = experiment.AddSat(n, 1)
+		}
+		rs.left[i] = max(n-o.Done.Count(c.ID), 0)
+	}
 	npending := all
 	if o.Done.Len() > 0 {
 		npending = 0
@@ -159,31 +168,38 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 			npending++
 		}
 	}
+	if npending < all {
+		subs.tell(RequestsSkipped{ServerID: g.serverID, Requests: all - npending})
+	}
 	if npending == 0 {
 		return nil
 	}
 	pending := g.pending(o)
-	o.Progress.server(gi, g.server, g.serverID, len(g.configs))
+	subs.tell(ServerBooting{Index: gi, Servers: ngroups, ServerID: g.serverID, Server: g.server, Configs: len(g.configs)})
 
-	logw, err := o.Sink.ServerLog(g.serverID)
-	if err != nil {
-		return err
+	var logw io.WriteCloser = nopCloser{io.Discard}
+	logName := ""
+	if o.Logs != nil {
+		var err error
+		if logw, logName, err = o.Logs(g.serverID); err != nil {
+			return err
+		}
 	}
 	defer logw.Close()
-	logName := logw.Name()
 	bootStart := time.Now()
 	srv, err := engine.Start(ctx, g.server, engine.StartOptions{
 		Log:        logw,
 		LogName:    logName,
-		Progress:   o.Progress.writer(),
+		Progress:   bootOutput{subs, g.serverID},
 		Executable: o.Executable,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			// The boot was a boot all the same, and the folder keeps one row per boot.
-			if serr := o.Sink.SetServer(results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine,
-				Model: g.server.Model, Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: "boot interrupted"}); serr != nil {
-				o.Progress.problem("record server %s: %v", g.serverID, serr)
+			info := results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine,
+				Model: g.server.Model, Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: "boot interrupted"}
+			if serr := subs.record(BootFailed{Server: info, Configs: len(g.configs), Err: err, Interrupted: true}); serr != nil {
+				subs.tell(ServerNotRecorded{ServerID: g.serverID, Err: serr})
 			}
 			return ctx.Err()
 		}
@@ -194,11 +210,10 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		if errors.As(err, &be) && be.ExitCode >= 0 {
 			info.ExitCode = record.Int(be.ExitCode)
 		}
-		if serr := o.Sink.SetServer(info); serr != nil {
+		if serr := subs.record(BootFailed{Server: info, Configs: len(g.configs), Err: err}); serr != nil {
 			return serr
 		}
-		o.Progress.problem("server %s (%s) failed to boot; its %d configs are recorded as failed:\n%v", g.serverID, g.server.Engine, len(g.configs), err)
-		return failAll(ctx, o, g, pending, record.ErrServer, "server failed to boot: "+err.Error(), out)
+		return rs.failAll(ctx, pending, record.ErrServer, "server failed to boot: "+err.Error())
 	}
 	// However the run ends from here on (an error, an interrupt, a panic), the server stops.
 	stopped := false
@@ -210,13 +225,13 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		sctx, cancel := context.WithTimeout(context.Background(), o.StopTimeout)
 		defer cancel()
 		if err := srv.Stop(sctx); err != nil {
-			o.Progress.problem("%v", err)
+			subs.tell(StopFailed{ServerID: g.serverID, Err: err})
 		}
 	}
 	defer stop()
 
 	info := serverInfo(g, srv, bootStart)
-	if err := o.Sink.SetServer(info); err != nil {
+	if err := subs.record(ServerReady{Server: info}); err != nil {
 		return err
 	}
 	// end stops the server and records how it ended, once, on every way out from here,
@@ -228,10 +243,9 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		}
 		ended = true
 		stop()
-		finishServer(o, info, srv)
+		finishServer(subs, info, srv)
 	}
 	defer end()
-	o.Progress.note("serving model %s%s", srv.Model(), versionNote(srv.Version()))
 
 	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
 	client := &measure.Client{API: api, Tiktoken: tk}
@@ -249,8 +263,8 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 	reset := g.configs[0].Cache == "reset"
 	if reset && !srv.CanResetCache() {
 		msg := fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", g.server.Engine)
-		o.Progress.problem("%s", msg)
-		err := failAll(ctx, o, g, pending, record.ErrServer, msg, out)
+		subs.tell(ServerUnusable{ServerID: g.serverID, Reason: msg})
+		err := rs.failAll(ctx, pending, record.ErrServer, msg)
 		end()
 		return err
 	}
@@ -261,8 +275,8 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 			return ctx.Err()
 		}
 		msg := "prepare prompts: " + err.Error()
-		o.Progress.problem("%s", msg)
-		err := failAll(ctx, o, g, pending, record.ErrServer, msg, out)
+		subs.tell(ServerUnusable{ServerID: g.serverID, Reason: msg})
+		err := rs.failAll(ctx, pending, record.ErrServer, msg)
 		end()
 		return err
 	}
@@ -301,7 +315,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 			return ctx.Err()
 		}
 		if srv.Exited() {
-			if err := serverExited(ctx, o, g, srv, from(j), out); err != nil {
+			if err := rs.serverExited(ctx, srv, from(j)); err != nil {
 				return err
 			}
 			break
@@ -315,7 +329,7 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 					return ctx.Err()
 				}
 				if goingDown(ctx, srv) {
-					if err := serverExited(ctx, o, g, srv, from(j), out); err != nil {
+					if err := rs.serverExited(ctx, srv, from(j)); err != nil {
 						return err
 					}
 					break
@@ -346,19 +360,14 @@ func runServer(ctx context.Context, o Options, gi int, g group, tk *tokens.Tikto
 		if c.Request.PromptTokens > 0 {
 			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
 		}
-		if err := o.Sink.Append(rec); err != nil {
-			return fmt.Errorf("record request %s: %w", results.RequestID(c.ID, j.Seq), err)
+		if err := rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
+			return err
 		}
-		out.Sent++
-		if rec.Status != record.StatusOK {
-			out.Failed++
-			if rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect {
-				// A broken connection may be the server dying: if it is, the next turn of the
-				// loop sees its exit and fails the rest of its requests with the reason.
-				goingDown(ctx, srv)
-			}
+		if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) {
+			// A broken connection may be the server dying: if it is, the next turn of the
+			// loop sees its exit and fails the rest of its requests with the reason.
+			goingDown(ctx, srv)
 		}
-		o.Progress.request(c, rec)
 	}
 	end()
 	return nil
@@ -390,7 +399,7 @@ func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client 
 	if len(warm) == 0 {
 		return nil
 	}
-	o.Progress.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", len(warm))
+	subscribers(o.Subscribers).tell(Rewarming{ServerID: g.serverID, Requests: len(warm)})
 	for _, j := range warm {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -480,7 +489,7 @@ func answers(ctx context.Context, baseURL string) bool {
 }
 
 // finishServer records how the server ended.
-func finishServer(o Options, info results.ServerInfo, srv *engine.Server) {
+func finishServer(subs subscribers, info results.ServerInfo, srv *engine.Server) {
 	if code := srv.ExitCode(); code >= 0 {
 		info.ExitCode = record.Int(code)
 	} else if srv.PID() != 0 {
@@ -489,8 +498,8 @@ func finishServer(o Options, info results.ServerInfo, srv *engine.Server) {
 	if err := srv.Err(); err != nil {
 		info.Error = err.Error()
 	}
-	if err := o.Sink.SetServer(info); err != nil {
-		o.Progress.problem("record server %s: %v", info.ServerID, err)
+	if err := subs.record(ServerEnded{Server: info}); err != nil {
+		subs.tell(ServerNotRecorded{ServerID: info.ServerID, Err: err})
 	}
 }
 
@@ -507,26 +516,54 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 	}
 }
 
+// serverRun is the state of one server config's part of a run.
+type serverRun struct {
+	g    group
+	subs subscribers
+	out  *Outcome
+	left []int // per config of g, its requests not recorded yet
+}
+
+// recorded reports a request recorded (e is RequestMeasured or RequestNotSent for job j),
+// counts it, and reports its config done when it was the config's last request.
+func (rs *serverRun) recorded(j measure.Job, e Event) error {
+	c := rs.g.configs[j.Config]
+	var rec record.Request
+	switch e := e.(type) {
+	case RequestMeasured:
+		rec = e.Record
+	case RequestNotSent:
+		rec = e.Record
+	}
+	if err := rs.subs.record(e); err != nil {
+		return fmt.Errorf("record request %s: %w", results.RequestID(c.ID, j.Seq), err)
+	}
+	rs.out.Sent++
+	if rec.Status != record.StatusOK {
+		rs.out.Failed++
+	}
+	if rs.left[j.Config]--; rs.left[j.Config] == 0 {
+		rs.subs.tell(ConfigDone{Config: c})
+	}
+	return nil
+}
+
 // serverExited records the rest of a server's requests as failed because the server exited
-// while serving, and tells the user how it ended, with its hint and the end of its log.
-func serverExited(ctx context.Context, o Options, g group, srv *engine.Server, rest iter.Seq[measure.Job], out *Outcome) error {
-	why := errString(srv.Err())
-	o.Progress.problem("server %s (%s) exited while serving; its remaining requests are recorded as failed:\n%s",
-		g.serverID, engineName(g.server.Engine), why)
-	return failAll(ctx, o, g, rest, record.ErrServer, "server exited: "+why, out)
+// while serving, and tells the subscribers how it ended.
+func (rs *serverRun) serverExited(ctx context.Context, srv *engine.Server, rest iter.Seq[measure.Job]) error {
+	rs.subs.tell(ServerExited{ServerID: rs.g.serverID, Engine: rs.g.server.Engine, Err: srv.Err()})
+	return rs.failAll(ctx, rest, record.ErrServer, "server exited: "+errString(srv.Err()))
 }
 
 // failAll records every pending request as failed with the same reason. An interrupt stops it
 // between two rows; the rows not written are sent by a resume.
-func failAll(ctx context.Context, o Options, g group, pending iter.Seq[measure.Job], class record.ErrorClass, msg string, out *Outcome) error {
+func (rs *serverRun) failAll(ctx context.Context, pending iter.Seq[measure.Job], class record.ErrorClass, msg string) error {
 	now := time.Now().UTC()
-	n := 0
-	defer func() { o.Progress.skip(n) }()
 	for j := range pending {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		c := g.configs[j.Config]
+		c := rs.g.configs[j.Config]
 		rec := record.Request{
 			ConfigID: c.ID, ServerID: c.ServerID, Seq: j.Seq, Phase: j.Phase, Rep: j.Rep,
 			Start: now, Status: record.StatusFailed, ErrorClass: class, Error: msg,
@@ -535,15 +572,29 @@ func failAll(ctx context.Context, o Options, g group, pending iter.Seq[measure.J
 		if c.Request.PromptTokens > 0 {
 			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
 		}
-		if err := o.Sink.Append(rec); err != nil {
-			return fmt.Errorf("record request %s: %w", results.RequestID(c.ID, j.Seq), err)
+		if err := rs.recorded(j, RequestNotSent{Config: c, Record: rec}); err != nil {
+			return err
 		}
-		out.Sent++
-		out.Failed++
-		n++
 	}
 	return nil
 }
+
+// bootOutput turns the engine's boot progress, written line by line, into BootOutput events.
+type bootOutput struct {
+	subs     subscribers
+	serverID string
+}
+
+func (b bootOutput) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		b.subs.tell(BootOutput{ServerID: b.serverID, Line: line})
+	}
+	return len(p), nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // params builds the request body parameters of a config.
 func params(c experiment.Config, model string, prompts map[promptKey]string) openai.Params {
@@ -557,13 +608,6 @@ func params(c experiment.Config, model string, prompts map[promptKey]string) ope
 		MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS, MinTokens: r.MinTokens,
 		Temperature: r.Temperature, Seed: r.Seed, Stop: r.Stop, Extra: r.Extra,
 	}
-}
-
-func versionNote(v string) string {
-	if v == "" {
-		return ""
-	}
-	return " (engine version " + v + ")"
 }
 
 func errString(err error) string {

@@ -88,7 +88,7 @@ func TestRunOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var progress strings.Builder
-	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f, Progress: NewProgress(&progress, false)})
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f), NewProgress(&progress, false)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRunResumeSkipsDone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f, Done: f.Done()})
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f)}, Done: f.Done()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestRunCacheResetUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f})
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Sink: f})
+	out, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f)}})
 	if err == nil || !out.Interrupted || out.Sent != 0 {
 		t.Fatalf("outcome %+v, err %v; want interrupted before sending", out, err)
 	}
@@ -209,7 +209,7 @@ func TestRunInterruptedDuringBoot(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	out, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Sink: f})
+	out, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f)}})
 	if err == nil || !out.Interrupted || out.Sent != 0 || out.BootFailed != 0 {
 		t.Fatalf("outcome %+v, err %v; want interrupted during boot", out, err)
 	}
@@ -254,7 +254,7 @@ repetitions: 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f, StopTimeout: 5 * time.Second})
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f)}, StopTimeout: 5 * time.Second})
 	if err != nil || out.BootFailed != 1 {
 		t.Fatalf("outcome %+v, err %v; want one failed boot", out, err)
 	}
@@ -385,7 +385,7 @@ func TestRunCutStreamsNoPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Sink: f})
+	out, err := Run(context.Background(), Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f)}})
 	if err != nil {
 		t.Fatal(err)
 	}

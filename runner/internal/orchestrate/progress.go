@@ -11,22 +11,21 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
-// Progress reports a run's progress on a writer, normally stderr. On a terminal it keeps one
-// status line with a bar and an ETA at the bottom, redrawn in place, and prints notes above it;
-// elsewhere (a CI log, a file) it prints one plain line per request. A nil *Progress reports
-// nothing.
+// Progress reports a run's progress on a writer, normally stderr: it is a Subscriber to the
+// run's events. On a terminal it keeps one status line with a bar and an ETA at the bottom,
+// redrawn in place, and prints notes above it; elsewhere (a CI log, a file) it prints one plain
+// line per request. A nil *Progress reports nothing.
 type Progress struct {
 	w        io.Writer
 	terminal bool
 	quiet    bool // report problems only
 	now      func() time.Time
 
-	mu      sync.Mutex
-	total   int
-	done    int
-	servers int
-	began   time.Time
-	status  string // the status line currently drawn, terminal only
+	mu     sync.Mutex
+	total  int
+	done   int
+	began  time.Time
+	status string // the status line currently drawn, terminal only
 }
 
 // NewProgress returns a Progress writing to w; terminal says whether w is a terminal.
@@ -38,6 +37,42 @@ func NewProgress(w io.Writer, terminal bool) *Progress {
 // boot or exited while serving, and requests that cannot be sent, each with its reason.
 func NewQuietProgress(w io.Writer) *Progress {
 	return &Progress{w: w, quiet: true, now: time.Now}
+}
+
+// Handle reports one event of the run. It never fails.
+func (p *Progress) Handle(e Event) error {
+	switch e := e.(type) {
+	case RunStarted:
+		p.start(e.Requests, e.Servers)
+	case ServerBooting:
+		p.server(e)
+	case BootOutput:
+		p.note("  %s", e.Line)
+	case ServerReady:
+		p.note("serving model %s%s", e.Server.Model, versionNote(e.Server.EngineVersion))
+	case BootFailed:
+		if !e.Interrupted {
+			p.problem("server %s (%s) failed to boot; its %d configs are recorded as failed:\n%v", e.Server.ServerID, e.Server.Engine, e.Configs, e.Err)
+		}
+	case ServerExited:
+		p.problem("server %s (%s) exited while serving; its remaining requests are recorded as failed:\n%s",
+			e.ServerID, engineName(e.Engine), errString(e.Err))
+	case ServerUnusable:
+		p.problem("%s", e.Reason)
+	case StopFailed:
+		p.problem("%v", e.Err)
+	case ServerNotRecorded:
+		p.problem("record server %s: %v", e.ServerID, e.Err)
+	case Rewarming:
+		p.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", e.Requests)
+	case RequestMeasured:
+		p.request(e.Config, e.Record)
+	case RequestNotSent:
+		p.skip(1)
+	case RunFinished:
+		p.finish()
+	}
+	return nil
 }
 
 // off reports whether progress (as opposed to problems) goes unreported.
@@ -59,19 +94,19 @@ func (p *Progress) start(total, servers int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.total, p.servers, p.began = total, servers, p.now()
+	p.total, p.began = total, p.now()
 	p.printf("%d requests to send to %d server config(s)", total, servers)
 }
 
-func (p *Progress) server(i int, srv experiment.Server, id string, configs int) {
+func (p *Progress) server(e ServerBooting) {
 	if p.off() {
 		return
 	}
 	what := "booting"
-	if !experiment.Boots(srv.Engine) {
-		what = "connecting to " + srv.URL
+	if !experiment.Boots(e.Server.Engine) {
+		what = "connecting to " + e.Server.URL
 	}
-	p.note("server %d/%d: %s (server id %s, %d configs): %s", i+1, p.servers, engineName(srv.Engine), id, configs, what)
+	p.note("server %d/%d: %s (server id %s, %d configs): %s", e.Index+1, e.Servers, engineName(e.Server.Engine), e.ServerID, e.Configs, what)
 }
 
 func engineName(e string) string {
@@ -125,7 +160,7 @@ func (p *Progress) request(c experiment.Config, rec record.Request) {
 	p.draw(what + ": " + result)
 }
 
-// skip counts requests that were recorded without being sent.
+// skip counts n requests that were recorded without being sent.
 func (p *Progress) skip(n int) {
 	if p.off() {
 		return
@@ -173,23 +208,6 @@ func (p *Progress) finish() {
 	p.printf("%d requests in %s", p.done, p.now().Sub(p.began).Round(time.Millisecond))
 }
 
-// writer returns a writer whose lines are printed as notes, for the engine's boot progress.
-func (p *Progress) writer() io.Writer {
-	if p.off() {
-		return nil
-	}
-	return lineWriter{p}
-}
-
-type lineWriter struct{ p *Progress }
-
-func (l lineWriter) Write(b []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		l.p.note("  %s", line)
-	}
-	return len(b), nil
-}
-
 func ms(d *time.Duration) string {
 	if d == nil {
 		return "-"
@@ -209,4 +227,11 @@ func firstLine(s string) string {
 		return s[:i] + " ..."
 	}
 	return s
+}
+
+func versionNote(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " (engine version " + v + ")"
 }

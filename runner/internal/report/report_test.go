@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
 
 var keep = flag.String("out", "", "also write the test reports under this folder, to look at")
@@ -257,9 +259,9 @@ func checkRecovers(t *testing.T, row map[string]string, m fixtureModel) {
 		est, se    string
 		want, bias float64
 	}{
-		{"a_ms", "a_se_ms", m.a, 0.5},
-		{"b_ms_per_token", "b_se_ms_per_token", m.b, 0},
-		{"c_ms_per_token", "c_se_ms_per_token", m.wantC(), 0},
+		{"a_ms", "a_se_ms", m.A, 0.5},
+		{"b_ms_per_token", "b_se_ms_per_token", m.B, 0},
+		{"c_ms_per_token", "c_se_ms_per_token", m.WantC(), 0},
 	} {
 		got, se := cell(t, row, c.est), cell(t, row, c.se)
 		if se <= 0 || math.Abs(got-c.want) > 4*se+c.bias {
@@ -275,9 +277,9 @@ func TestReportSkipsWhatTheDataCannotShow(t *testing.T) {
 	}
 	// A decode sweep at one prompt length, from a server that does not say what each event
 	// carried: no prefill chart and no prefill fit, and the timeline counts text bytes.
-	m := fixtureModel{dir: "decode-only", engineVersion: "0.6.3", prompts: []int{128}, outputs: []int{16, 32, 64},
-		a: 20, b: 0.05, c0: 9, cp: 0.002, chunk: []float64{0.6, 0.4}, noEventTokens: true, seed: 5}
-	dir := writeFixture(t, t.TempDir(), m)
+	m := resultstest.Sweep{EngineVersion: "0.6.3", Prompts: []int{128}, Outputs: []int{16, 32, 64},
+		A: 20, B: 0.05, C0: 9, CP: 0.002, Chunk: []float64{0.6, 0.4}, NoEventTokens: true, Seed: 5}
+	dir := m.Write(t, t.TempDir())
 	res, err := Write(out, load(t, dir)...)
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func configsTable(paths []string) *table[ConfigRow] {
 		}
 		used[name] = true
 		path := p
-		t.cols = append(t.cols, column[ConfigRow]{Column: Column{name, KindString},
+		t.cols = append(t.cols, column[ConfigRow]{Column: Column{Name: name, Kind: KindString},
 			get: func(c *ConfigRow) string {
 				for _, a := range c.Axes {
 					if a.Path == path {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -167,6 +168,9 @@ func (f *Folder) create(configs []experiment.Config) error {
 	if err := writeAtomic(f.dir, ServersFile, serversCSV(nil)); err != nil {
 		return err
 	}
+	if err := f.writeSchema(); err != nil {
+		return err
+	}
 	open := func(name string, header []string) (*os.File, error) {
 		file, err := os.OpenFile(filepath.Join(f.dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -283,10 +287,11 @@ func (f *Folder) Done() Done {
 }
 
 // ServerLog opens the log file of a server in the folder's logs/ directory, for the engine to
-// write the server's output into; the caller closes it. The file is logs/<server id>.log, or
-// logs/<server id>.resume-<n>.log in the nth resume of the folder; opening it again appends.
-// SetServer fills ServerInfo.LogFile with its path when it is left empty.
-func (f *Folder) ServerLog(serverID string) (*os.File, error) {
+// write the server's output into, and returns it with its path; the caller closes it. The file
+// is logs/<server id>.log, or logs/<server id>.resume-<n>.log in the nth resume of the folder;
+// opening it again appends. SetServer fills ServerInfo.LogFile with its path in the folder when
+// it is left empty.
+func (f *Folder) ServerLog(serverID string) (io.WriteCloser, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name := safeFileName(serverID)
@@ -296,10 +301,10 @@ func (f *Folder) ServerLog(serverID string) (*os.File, error) {
 	rel := filepath.ToSlash(filepath.Join(LogsDir, name+".log"))
 	file, err := os.OpenFile(filepath.Join(f.dir, rel), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("results: open server log: %w", err)
+		return nil, "", fmt.Errorf("results: open server log: %w", err)
 	}
 	f.logs[serverID] = rel
-	return file, nil
+	return file, file.Name(), nil
 }
 
 // safeFileName maps a server id to a file name: characters other than letters, digits, '.',
@@ -391,6 +396,10 @@ func (f *Folder) Close(status Status) error {
 	if err := WriteSummary(&buf, Summarize(f.man.Configs, f.rows)); err != nil {
 		errs = append(errs, err)
 	} else if err := writeAtomic(f.dir, SummaryFile, buf.Bytes()); err != nil {
+		errs = append(errs, err)
+	}
+	// Written again so that a folder resumed from before folders carried the file has it too.
+	if err := f.writeSchema(); err != nil {
 		errs = append(errs, err)
 	}
 	end := time.Now().UTC()

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,11 +22,11 @@ func writeFolder(t *testing.T, root string) (*Folder, []record.Request) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := f.ServerLog("s0-77aa")
+	log, _, err := f.ServerLog("s0-77aa")
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.WriteString("INFO: server ready\n")
+	io.WriteString(log, "INFO: server ready\n")
 	log.Close()
 	ready := 12.5
 	if err := f.SetServer(ServerInfo{ServerID: "s0-77aa", Engine: "sim", EngineVersion: "0.1.0", Model: "tiny",

@@ -78,7 +78,7 @@ func TestFolderGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Strings(names)
-	want := []string{ConfigsFile, ErrorsFile, EventsFile, "logs/s0-77aa.log", ManifestFile, OutputsFile, RequestsFile,
+	want := []string{ConfigsFile, SchemaFile, ErrorsFile, EventsFile, "logs/s0-77aa.log", ManifestFile, OutputsFile, RequestsFile,
 		ServersFile, SummaryFile}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("folder holds %q, want %q", names, want)

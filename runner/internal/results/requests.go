@@ -17,7 +17,7 @@ type req = record.Request
 // requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
 // with six decimals; a nil value is an empty cell.
 var requestsTable = &table[req]{file: RequestsFile, cols: []column[req]{
-	{Column: Column{"request_id", KindString}, derived: true,
+	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
 		check: checkRequestID},
 	strCol("config_id", func(r *req) *string { return &r.ConfigID }),
@@ -25,7 +25,7 @@ var requestsTable = &table[req]{file: RequestsFile, cols: []column[req]{
 	intCol("seq", func(r *req) *int { return &r.Seq }),
 	typedStrCol("phase", func(r *req) *record.Phase { return &r.Phase }),
 	intCol("rep", func(r *req) *int { return &r.Rep }),
-	{Column: Column{"warmup", KindBool}, derived: true,
+	{Column: Column{Name: "warmup", Kind: KindBool, Required: true}, derived: true,
 		get: func(r *req) string { return formatBool(r.Phase != record.PhaseMeasure) }},
 	timeCol("start_time", func(r *req) *time.Time { return &r.Start }),
 	typedStrCol("status", func(r *req) *record.Status { return &r.Status }),

@@ -124,7 +124,7 @@ func TestResumeAfterTornWrite(t *testing.T) {
 			t.Errorf("%s still holds rows of %s or a torn line after the repair", name, id)
 		}
 	}
-	log, err := f2.ServerLog("s0-77aa")
+	log, _, err := f2.ServerLog("s0-77aa")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-package results
+package results_test
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
 
 var synthRoot = flag.String("synth", "", "also write the synthetic result folder under this directory, with columns.json "+
@@ -26,7 +29,7 @@ func TestSyntheticFolder(t *testing.T) {
 	if root == "" {
 		root = t.TempDir()
 	}
-	exp, configs := testExperiment()
+	exp, configs := results.TestExperiment()
 	exp.Name = "synthetic"
 	// Three axes of three types, and a third config on a server that fails to boot.
 	for i := range configs {
@@ -38,79 +41,68 @@ func TestSyntheticFolder(t *testing.T) {
 	broken.Axes = []experiment.AxisValue{{Path: "request.max_tokens", Value: "32"}, {Path: "server.dtype", Value: "float"},
 		{Path: "request.temperature", Value: "1.5"}}
 	configs = append(configs, broken)
-	f, err := Create(root, exp, configs, testRunInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := 31.25
-	if err := f.SetServer(ServerInfo{ServerID: "s0-77aa", Engine: "vllm", EngineVersion: "0.6.3", Model: "tiny",
-		BootStart: t0, BootSeconds: &ready, ExitSignal: "terminated"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.SetServer(ServerInfo{ServerID: "s1-dead", Engine: "vllm", Model: "tiny", BootStart: t0.Add(time.Minute),
-		ExitCode: record.Int(1), LogFile: "logs/s1-dead.log", Error: "CUDA out of memory"}); err != nil {
-		t.Fatal(err)
-	}
-	var want []record.Request
-	add := func(r record.Request) {
-		if err := f.Append(r); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, r)
-	}
-	for _, c := range configs[:2] {
-		for seq := 0; seq < 1+c.Warmup+c.Repetitions; seq++ {
-			r := fakeRequest(c, seq)
+	ready, t0 := 31.25, results.T0
+	folder := &resultstest.Builder{
+		Experiment: exp,
+		Configs:    configs,
+		Run:        results.TestRunInfo(),
+		Servers: []results.ServerInfo{
+			{ServerID: "s0-77aa", Engine: "vllm", EngineVersion: "0.6.3", Model: "tiny", BootStart: t0, BootSeconds: &ready,
+				ExitSignal: "terminated"},
+			{ServerID: "s1-dead", Engine: "vllm", Model: "tiny", BootStart: t0.Add(time.Minute), ExitCode: record.Int(1),
+				LogFile: "logs/s1-dead.log", Error: "CUDA out of memory"},
+		},
+		Request: func(d resultstest.Draw) record.Request {
+			c, seq := d.Config, d.Seq
+			if c.ID == broken.ID {
+				return record.Request{ConfigID: broken.ID, ServerID: broken.ServerID, Seq: seq, Phase: record.PhaseMeasure, Rep: seq,
+					Start: t0.Add(time.Minute), Status: record.StatusFailed, ErrorClass: record.ErrServer,
+					Error: "server s1-dead did not become ready", MaxTokens: 32, Cache: "reset"}
+			}
+			r := results.FakeRequest(c, seq)
 			switch {
 			case c.Index == 0 && seq == 3: // a connection that failed: no response at all
-				r = failedRequest(c, seq)
+				r = results.FailedRequest(c, seq)
 				r.ErrorClass, r.Error, r.HTTPStatus, r.FirstByte, r.WroteRequest = record.ErrConnect, "connection refused", 0, nil, nil
 				r.PromptTokensReported, r.TiktokenEncoding, r.EventList, r.Events, r.TextEvents = nil, "", nil, 0, 0
 			case c.Index == 1 && seq == 5: // no per-event counts: tpot_token estimated, ids counted
 				r.TPOTTokenExact, r.TokenSource, r.ContinuousUsage = false, record.SourceUsage, false
 				r.TokensFromIDs, r.TokensFromTokenize, r.ReturnTokenIDs = record.Int(c.Request.MaxTokens), record.Int(c.Request.MaxTokens), true
 			}
-			add(r)
-		}
+			return r
+		},
 	}
-	for seq := 0; seq < 1+broken.Warmup+broken.Repetitions; seq++ {
-		add(record.Request{ConfigID: broken.ID, ServerID: broken.ServerID, Seq: seq, Phase: record.PhaseMeasure, Rep: seq,
-			Start: t0.Add(time.Minute), Status: record.StatusFailed, ErrorClass: record.ErrServer,
-			Error: "server s1-dead did not become ready", MaxTokens: 32, Cache: "reset"})
-	}
-	if err := f.Close(StatusComplete); err != nil {
-		t.Fatal(err)
-	}
+	dir, want := folder.Write(t, root), folder.Records()
 
-	got, err := LoadRequests(f.Dir())
+	got, err := results.LoadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("synthetic folder does not read back as written")
 	}
-	files := map[string][]Column{RequestsFile: RequestColumns(), EventsFile: EventColumns(), ServersFile: ServerColumns(),
-		SummaryFile: SummaryColumns(), ConfigsFile: ConfigColumns(ConfigRows(configs))}
+	files := map[string][]results.Column{results.RequestsFile: results.RequestColumns(), results.EventsFile: results.EventColumns(), results.ServersFile: results.ServerColumns(),
+		results.SummaryFile: results.SummaryColumns(), results.ConfigsFile: results.ConfigColumns(results.ConfigRows(configs))}
 	// Axis values are text in general; these three are an integer, a word and a decimal, and
 	// the type check holds the folder to that.
-	for i, c := range files[ConfigsFile] {
+	for i, c := range files[results.ConfigsFile] {
 		switch c.Name {
 		case "request_max_tokens":
-			files[ConfigsFile][i].Kind = KindInt
+			files[results.ConfigsFile][i].Kind = results.KindInt
 		case "request_temperature":
-			files[ConfigsFile][i].Kind = KindFloat
+			files[results.ConfigsFile][i].Kind = results.KindFloat
 		}
 	}
 	for name, cols := range files {
-		assertEveryColumnHasAValue(t, filepath.Join(f.Dir(), name), cols)
+		assertEveryColumnHasAValue(t, filepath.Join(dir, name), cols)
 	}
 	if *synthRoot == "" {
 		return
 	}
-	rel, _ := filepath.Rel(root, f.Dir())
+	rel, _ := filepath.Rel(root, dir)
 	spec := struct {
-		Folder string              `json:"folder"`
-		Files  map[string][]Column `json:"files"`
+		Folder string                      `json:"folder"`
+		Files  map[string][]results.Column `json:"files"`
 	}{Folder: filepath.ToSlash(rel), Files: files}
 	b, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
@@ -119,19 +111,19 @@ func TestSyntheticFolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "columns.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %s and %s", f.Dir(), filepath.Join(root, "columns.json"))
+	t.Logf("wrote %s and %s", dir, filepath.Join(root, "columns.json"))
 }
 
 // assertEveryColumnHasAValue fails if a column of the CSV file at path is empty in every row,
 // or if the header is not cols.
-func assertEveryColumnHasAValue(t *testing.T, path string, cols []Column) {
+func assertEveryColumnHasAValue(t *testing.T, path string, cols []results.Column) {
 	t.Helper()
 	file, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	recs, err := readCSV(file)
+	recs, err := csv.NewReader(file).ReadAll()
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

@@ -28,6 +28,9 @@ const (
 type Column struct {
 	Name string
 	Kind Kind
+	// Required is set when every row has a value: the cell is never empty. Other columns may
+	// have missing values in any row, or in every row.
+	Required bool
 }
 
 // column binds a Column to a field of the row type T.
@@ -50,7 +53,7 @@ type table[T any] struct {
 
 // Columns returns the file's columns in order, schema_version first.
 func (t *table[T]) Columns() []Column {
-	out := []Column{{Name: "schema_version", Kind: KindInt}}
+	out := []Column{{Name: "schema_version", Kind: KindInt, Required: true}}
 	for _, c := range t.cols {
 		out = append(out, c.Column)
 	}
@@ -364,14 +367,14 @@ func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, 
 // the field's address, so one function serves both directions.
 
 func intCol[T any](name string, f func(*T) *int) column[T] {
-	return column[T]{Column: Column{name, KindInt},
+	return column[T]{Column: Column{Name: name, Kind: KindInt, Required: true},
 		get: func(v *T) string { return formatInt(*f(v)) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseInt(s); return err }}
 }
 
 // zeroIsMissingIntCol writes 0 as an empty cell, for fields where 0 means "no value".
 func zeroIsMissingIntCol[T any](name string, f func(*T) *int) column[T] {
-	return column[T]{Column: Column{name, KindInt},
+	return column[T]{Column: Column{Name: name, Kind: KindInt},
 		get: func(v *T) string {
 			if *f(v) == 0 {
 				return ""
@@ -389,13 +392,13 @@ func zeroIsMissingIntCol[T any](name string, f func(*T) *int) column[T] {
 }
 
 func optIntCol[T any](name string, f func(*T) **int) column[T] {
-	return column[T]{Column: Column{name, KindInt},
+	return column[T]{Column: Column{Name: name, Kind: KindInt},
 		get: func(v *T) string { return formatOptInt(*f(v)) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseOptInt(s); return err }}
 }
 
 func msCol[T any](name string, f func(*T) **time.Duration) column[T] {
-	return column[T]{Column: Column{name, KindFloat},
+	return column[T]{Column: Column{Name: name, Kind: KindFloat},
 		get: func(v *T) string {
 			if p := *f(v); p != nil {
 				return formatMs(*p)
@@ -417,38 +420,38 @@ func msCol[T any](name string, f func(*T) **time.Duration) column[T] {
 }
 
 func reqMsCol[T any](name string, f func(*T) *time.Duration) column[T] {
-	return column[T]{Column: Column{name, KindFloat},
+	return column[T]{Column: Column{Name: name, Kind: KindFloat, Required: true},
 		get: func(v *T) string { return formatMs(*f(v)) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseMs(s); return err }}
 }
 
 func floatCol[T any](name string, decimals int, f func(*T) *float64) column[T] {
-	return column[T]{Column: Column{name, KindFloat},
+	return column[T]{Column: Column{Name: name, Kind: KindFloat},
 		get: func(v *T) string { return tabular.Float(*f(v), decimals) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseFloat(s); return err }}
 }
 
 func boolCol[T any](name string, f func(*T) *bool) column[T] {
-	return column[T]{Column: Column{name, KindBool},
+	return column[T]{Column: Column{Name: name, Kind: KindBool, Required: true},
 		get: func(v *T) string { return formatBool(*f(v)) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseBool(s); return err }}
 }
 
 func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
-	return column[T]{Column: Column{name, KindTime},
+	return column[T]{Column: Column{Name: name, Kind: KindTime},
 		get: func(v *T) string { return formatTime(*f(v)) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseTime(s); return err }}
 }
 
 func strCol[T any](name string, f func(*T) *string) column[T] {
-	return column[T]{Column: Column{name, KindString},
+	return column[T]{Column: Column{Name: name, Kind: KindString},
 		get: func(v *T) string { return escapeCell(*f(v), "") },
 		set: func(v *T, s string) (err error) { *f(v), err = unescapeCell(s); return err }}
 }
 
 // typedStrCol is strCol for the string-based enum types of package record.
 func typedStrCol[T any, S ~string](name string, f func(*T) *S) column[T] {
-	return column[T]{Column: Column{name, KindString},
+	return column[T]{Column: Column{Name: name, Kind: KindString},
 		get: func(v *T) string { return escapeCell(string(*f(v)), "") },
 		set: func(v *T, s string) error {
 			u, err := unescapeCell(s)
@@ -460,7 +463,7 @@ func typedStrCol[T any, S ~string](name string, f func(*T) *S) column[T] {
 // listCol stores a list of short texts in one cell, joined by "; "; each item is escaped with
 // ';' as \x3b so that the join is unambiguous. Empty items are not kept.
 func listCol[T any](name string, f func(*T) *[]string) column[T] {
-	return column[T]{Column: Column{name, KindString},
+	return column[T]{Column: Column{Name: name, Kind: KindString},
 		get: func(v *T) string {
 			var parts []string
 			for _, s := range *f(v) {
@@ -487,7 +490,7 @@ func listCol[T any](name string, f func(*T) *[]string) column[T] {
 }
 
 func optFloatCol[T any](name string, decimals int, f func(*T) **float64) column[T] {
-	return column[T]{Column: Column{name, KindFloat},
+	return column[T]{Column: Column{Name: name, Kind: KindFloat},
 		get: func(v *T) string {
 			if p := *f(v); p != nil {
 				return tabular.Float(*p, decimals)
@@ -506,4 +509,31 @@ func optFloatCol[T any](name string, decimals int, f func(*T) **float64) column[
 			*f(v) = &x
 			return nil
 		}}
+}
+
+// Parse reads one cell of a column of kind k as this package writes it. It returns nil for an
+// empty cell (a missing value), and otherwise an int64, a float64, a bool, a time.Time in UTC,
+// or for a string the cell as it stands in the file, escapes included, so that a reader of a
+// converted file sees the same text as a reader of the CSV.
+func (k Kind) Parse(cell string) (any, error) {
+	if cell == "" {
+		return nil, nil
+	}
+	switch k {
+	case KindInt:
+		n, err := strconv.ParseInt(cell, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("not an integer: %q", cell)
+		}
+		return n, nil
+	case KindFloat:
+		return parseFloat(cell)
+	case KindBool:
+		return parseBool(cell)
+	case KindTime:
+		return parseTime(cell)
+	case KindString:
+		return cell, nil
+	}
+	return nil, fmt.Errorf("unknown column kind %q", k)
 }

@@ -1,0 +1,326 @@
+// Package export converts the CSV files of a result folder into other file formats, with the
+// column types of the tables that wrote them.
+package export
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/onelayerdown/runner/runner/internal/results"
+)
+
+// ParquetDir is the folder inside a result folder where Parquet writes by default.
+const ParquetDir = "parquet"
+
+// rowsPerGroup bounds the rows of one Parquet row group, and so the memory a conversion holds.
+const rowsPerGroup = 1 << 20
+
+// File is one Parquet file that Parquet wrote.
+type File struct {
+	CSV     string // the CSV file's name in the result folder, e.g. requests.csv
+	Path    string // the Parquet file's path
+	Rows    int
+	Columns int
+}
+
+// Report is what Parquet did.
+type Report struct {
+	Files []File
+	Notes []string // what it skipped, one sentence each: a file not in the folder, a torn last line
+}
+
+// Parquet writes each CSV file of the result folder dir as a Parquet file in out
+// (requests.csv as out/requests.parquet), and creates out if needed. The column types come
+// from the tables that write the CSV files, never from the text: an integer column is INT64
+// even when every cell is empty, a float DOUBLE, a bool BOOLEAN, a timestamp INT64
+// TIMESTAMP(NANOS, UTC), a string BYTE_ARRAY STRING holding the cell's text as in the CSV. A
+// column whose cells can be empty is optional, and an empty cell is null; the others are
+// required. Each file is written to a temporary name and renamed, so a file of a given name
+// is either an earlier export's or complete. A summary.csv that the folder does not have yet
+// (an interrupted run) is skipped with a note, as is a torn last line of a folder whose writer
+// died.
+func Parquet(dir, out string) (*Report, error) {
+	r, err := results.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	tolerant := r.Status() == results.StatusRunning || r.Status() == results.StatusInterrupted
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	rep := &Report{}
+	for _, f := range r.Schema() {
+		src := filepath.Join(dir, f.File)
+		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) && f.File == results.SummaryFile {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: not in the folder (it is written when a run finishes); skipped", f.File))
+			continue
+		}
+		dst := filepath.Join(out, strings.TrimSuffix(f.File, ".csv")+".parquet")
+		n, note, err := convertFile(src, dst, f, tolerant)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			rep.Notes = append(rep.Notes, note)
+		}
+		rep.Files = append(rep.Files, File{CSV: f.File, Path: dst, Rows: n, Columns: len(f.Columns)})
+	}
+	return rep, nil
+}
+
+// convertFile writes the CSV file src, described by f, as the Parquet file dst and returns
+// the number of rows.
+func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int, note string, err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, "", fmt.Errorf("export: %w", err)
+	}
+	defer in.Close()
+	body, note, err := completeLines(in, f.File, tolerant)
+	if err != nil {
+		return 0, "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("export: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if rows, err = WriteParquet(tmp, body, f); err != nil {
+		return 0, "", err
+	}
+	if err = tmp.Close(); err != nil {
+		return 0, "", fmt.Errorf("export: write %s: %w", dst, err)
+	}
+	if err = os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it private
+		return 0, "", fmt.Errorf("export: %w", err)
+	}
+	if err = os.Rename(tmp.Name(), dst); err != nil {
+		return 0, "", fmt.Errorf("export: %w", err)
+	}
+	return rows, note, nil
+}
+
+// completeLines returns a reader of the file's complete lines. A last line without its line
+// break is a write cut short: with tolerant it is left out and described in note, otherwise
+// it is an error.
+func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string, error) {
+	st, err := file.Stat()
+	if err != nil {
+		return nil, "", fmt.Errorf("export: %w", err)
+	}
+	size := st.Size()
+	if size == 0 {
+		return file, "", nil
+	}
+	var last [1]byte
+	if _, err := file.ReadAt(last[:], size-1); err != nil {
+		return nil, "", fmt.Errorf("export: %s: %w", name, err)
+	}
+	if last[0] == '\n' {
+		return file, "", nil
+	}
+	if !tolerant {
+		return nil, "", fmt.Errorf("export: %s: torn last line (no line break at end of file) in a folder whose run finished", name)
+	}
+	// Find the last line break; everything after it is the torn line.
+	const chunk = 64 << 10
+	end := size
+	for end > 0 {
+		start := max(end-chunk, 0)
+		buf := make([]byte, end-start)
+		if _, err := file.ReadAt(buf, start); err != nil {
+			return nil, "", fmt.Errorf("export: %s: %w", name, err)
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			return io.NewSectionReader(file, 0, start+int64(i)+1),
+				fmt.Sprintf("%s: skipped a torn last line (the writer stopped mid-write)", name), nil
+		}
+		end = start
+	}
+	return nil, "", fmt.Errorf("export: %s: torn header line", name)
+}
+
+// WriteParquet reads the CSV file described by f from r and writes it to w as Parquet, with
+// the column types of f (see Parquet). It checks the header against f and every row's
+// schema_version, and returns the number of rows.
+func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return 0, fmt.Errorf("export: %s:1: empty file: no header row", f.File)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("export: %s: %w", f.File, err)
+	}
+	var names []string
+	for _, c := range f.Columns {
+		names = append(names, c.Name)
+	}
+	if !reflect.DeepEqual(header, names) {
+		return 0, fmt.Errorf("export: %s:1: header %s is not the format's %s", f.File,
+			strings.Join(header, ","), strings.Join(names, ","))
+	}
+	schema := ParquetSchema(f)
+	pw := parquet.NewWriter(w, schema, parquet.Compression(&parquet.Snappy),
+		parquet.MaxRowsPerRowGroup(rowsPerGroup),
+		parquet.KeyValueMetadata("runner.schema_version", strconv.Itoa(results.FormatVersion)),
+		parquet.KeyValueMetadata("runner.source", f.File))
+	version := strconv.Itoa(results.FormatVersion)
+	batch := make([]parquet.Row, 0, 256)
+	flush := func() error {
+		if _, err := pw.WriteRows(batch); err != nil {
+			return fmt.Errorf("export: write %s as parquet: %w", f.File, err)
+		}
+		batch = batch[:0]
+		return nil
+	}
+	n := 0
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("export: %s: %w", f.File, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if v := rec[0]; v != version {
+			if v == "" {
+				v = `""`
+			}
+			return 0, &results.VersionError{File: f.File, Line: line, Version: v}
+		}
+		row := make(parquet.Row, len(f.Columns))
+		for i, c := range f.Columns {
+			v, err := cellValue(c, rec[i])
+			if err != nil {
+				return 0, fmt.Errorf("export: %s:%d: %s: %w", f.File, line, c.Name, err)
+			}
+			def := 0
+			if !c.Required && !v.IsNull() {
+				def = 1
+			}
+			row[i] = v.Level(0, def, i)
+		}
+		batch = append(batch, row)
+		n++
+		if len(batch) == cap(batch) {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	if err := pw.Close(); err != nil {
+		return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
+	}
+	return n, nil
+}
+
+// cellValue converts one CSV cell of column c to a Parquet value.
+func cellValue(c results.Column, cell string) (parquet.Value, error) {
+	v, err := c.Kind.Parse(cell)
+	if err != nil {
+		return parquet.Value{}, err
+	}
+	switch x := v.(type) {
+	case nil:
+		if c.Required {
+			return parquet.Value{}, errors.New("empty cell in a column that always has a value")
+		}
+		return parquet.NullValue(), nil
+	case int64:
+		return parquet.Int64Value(x), nil
+	case float64:
+		return parquet.DoubleValue(x), nil
+	case bool:
+		return parquet.BooleanValue(x), nil
+	case time.Time:
+		return parquet.Int64Value(x.UnixNano()), nil
+	case string:
+		return parquet.ByteArrayValue([]byte(x)), nil
+	}
+	return parquet.Value{}, fmt.Errorf("unexpected value %T", v)
+}
+
+// ParquetSchema returns the Parquet schema of the CSV file f: one column per CSV column, in
+// the same order, with the types that Parquet describes.
+func ParquetSchema(f results.FileSchema) *parquet.Schema {
+	g := orderedGroup{Group: parquet.Group{}}
+	for _, c := range f.Columns {
+		var node parquet.Node
+		switch c.Kind {
+		case results.KindInt:
+			node = parquet.Int(64)
+		case results.KindFloat:
+			node = parquet.Leaf(parquet.DoubleType)
+		case results.KindBool:
+			node = parquet.Leaf(parquet.BooleanType)
+		case results.KindTime:
+			node = parquet.Timestamp(parquet.Nanosecond)
+		default:
+			node = parquet.String()
+		}
+		if c.Required {
+			node = parquet.Required(node)
+		} else {
+			node = parquet.Optional(node)
+		}
+		g.Group[c.Name] = node
+		g.order = append(g.order, c.Name)
+	}
+	return parquet.NewSchema(strings.TrimSuffix(f.File, ".csv"), g)
+}
+
+// orderedGroup is a Parquet group whose fields keep the order of the CSV columns;
+// parquet.Group orders its fields by name.
+type orderedGroup struct {
+	parquet.Group
+	order []string
+}
+
+// Fields returns the group's fields in CSV column order.
+func (g orderedGroup) Fields() []parquet.Field {
+	fields := make([]parquet.Field, len(g.order))
+	for i, name := range g.order {
+		fields[i] = field{Node: g.Group[name], name: name}
+	}
+	return fields
+}
+
+// field is one named column of an orderedGroup.
+type field struct {
+	parquet.Node
+	name string
+}
+
+func (f field) Name() string { return f.name }
+
+// Value returns the field of a Go map keyed by column name; rows are written as parquet.Row
+// values, so the writer does not need it to go further.
+func (f field) Value(base reflect.Value) reflect.Value {
+	if base.Kind() == reflect.Map {
+		return base.MapIndex(reflect.ValueOf(f.name))
+	}
+	return reflect.Value{}
+}
