@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -109,19 +110,19 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var sides [2]*compare.Side
 	for i, dir := range dirs {
 		if sides[i], err = compare.Load(dir); err != nil {
-			return &exitError{code: 2, msg: "runner: diff: " + err.Error()}
+			return &exitError{code: 2, err: fmt.Errorf("diff: %w", err)}
 		}
 	}
 	rep, err := compare.Compare(sides[0], sides[1], compare.Options{Alpha: *alpha, Thresholds: thresholds,
 		Strict: *strict, AllowMissing: *allowMissing, JoinBy: compare.JoinBy(*join)})
 	if err != nil {
-		return &exitError{code: 2, msg: "runner: diff: " + err.Error()}
+		return &exitError{code: 2, err: fmt.Errorf("diff: %w", err)}
 	}
 	if err := enc.Encode(rep); err != nil {
 		return fmt.Errorf("diff: write report: %w", err)
 	}
 	if rep.Gate.Failed() {
-		return &exitError{code: 1, msg: "runner: diff: regression: " + strings.Join(rep.Gate.Reasons, "; ")}
+		return &exitError{code: 1, err: errors.New("diff: regression: " + strings.Join(rep.Gate.Reasons, "; "))}
 	}
 	return nil
 }

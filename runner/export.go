@@ -37,17 +37,17 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	dir := operands[1]
 	if _, err := results.Open(dir); err != nil {
-		return &exitError{code: 2, msg: "runner: export: " + err.Error()}
+		return &exitError{code: 2, err: fmt.Errorf("export: %w", err)}
 	}
 	if *out == "" {
 		*out = filepath.Join(dir, export.ParquetDir)
 	}
 	rep, err := export.Parquet(dir, *out)
 	if err != nil {
-		return &exitError{code: 1, msg: "runner: export: " + err.Error()}
+		return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(stderr, "runner: export: %s: %s\n", dir, n)
+		warnf(stderr, "export: %s: %s", dir, n)
 	}
 	for _, f := range rep.Files {
 		if _, err := fmt.Fprintf(stdout, "%s: %d rows, %d columns\n", f.Path, f.Rows, f.Columns); err != nil {

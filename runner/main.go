@@ -7,13 +7,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
 
 func main() {
@@ -32,13 +36,13 @@ func main() {
 		first := <-sigs
 		switch first {
 		case os.Interrupt:
-			fmt.Fprintln(os.Stderr, "\nrunner: interrupted; stopping (press Ctrl-C again to exit now)")
+			fmt.Fprintln(os.Stderr, "\n"+prefixed("interrupted; stopping (press Ctrl-C again to exit now)"))
 		case syscall.SIGHUP:
-			fmt.Fprintln(os.Stderr, "\nrunner: the terminal hung up; stopping (a second signal exits now)")
+			fmt.Fprintln(os.Stderr, "\n"+prefixed("the terminal hung up; stopping (a second signal exits now)"))
 		default:
 			// Not a Ctrl-C: a CI job being cancelled, or, for runner sim, the runner stopping
 			// its server, whose log this is.
-			fmt.Fprintln(os.Stderr, "runner: received SIGTERM; stopping (a second signal exits now)")
+			warnf(os.Stderr, "received SIGTERM; stopping (a second signal exits now)")
 		}
 		stop()
 		at := time.Now()
@@ -50,7 +54,7 @@ func main() {
 			}
 			break
 		}
-		fmt.Fprintln(os.Stderr, "runner: exiting now")
+		warnf(os.Stderr, "exiting now")
 		hardExit.run()
 		os.Exit(130)
 	}()
@@ -104,18 +108,92 @@ func (h *exitHooks) run() {
 	}
 }
 
+// exitError carries the exit status of a failed command out of it, with its cause. Codes: 1 a
+// failure (or, for diff, a regression), 2 bad input (usage, an invalid experiment file, an
+// unreadable folder), 130 an interrupted run. A nil cause has nothing more to say: the usage or
+// the problem is already on stderr.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *exitError) Unwrap() error { return e.err }
+
+// errorLines is a list of problems that stderr shows one after another, each as errorText
+// shows it alone.
+type errorLines []error
+
+func (l errorLines) Error() string { return errors.Join(l...).Error() }
+
+// Unwrap returns the problems.
+func (l errorLines) Unwrap() []error { return l }
+
 // exitCode reports err on stderr and maps it to the process exit status.
-func exitCode(err error, stderr *os.File) int {
+func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	code := 1
 	var ex *exitError
 	if errors.As(err, &ex) {
-		if ex.msg != "" {
-			fmt.Fprintln(stderr, ex.msg)
-		}
-		return ex.code
+		code, err = ex.code, ex.err
 	}
-	fmt.Fprintf(stderr, "runner: %v\n", err)
-	return 1
+	if text := errorText(err); text != "" {
+		fmt.Fprintln(stderr, text)
+	}
+	return code
+}
+
+// errorText is what stderr shows of err: its message after the runner's prefix, except that an
+// experiment file's problems, located as FILE:LINE:COL, stand alone.
+func errorText(err error) string {
+	switch e := err.(type) {
+	case nil:
+		return ""
+	case *exitError:
+		return errorText(e.err)
+	case errorLines:
+		lines := make([]string, len(e))
+		for i, x := range e {
+			lines[i] = errorText(x)
+		}
+		return strings.Join(lines, "\n")
+	case experiment.ErrorList:
+		return e.Error()
+	}
+	return prefixed(err.Error())
+}
+
+// prefixed puts the runner's name before a message of its own on stderr. It is the one place
+// that writes it.
+func prefixed(msg string) string { return "runner: " + msg }
+
+// warnf writes a message of the runner's own, such as a note about its input, as a line on
+// stderr.
+func warnf(stderr io.Writer, format string, args ...any) {
+	fmt.Fprintln(stderr, prefixed(fmt.Sprintf(format, args...)))
+}
+
+// version is the runner's version; release builds set it with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// buildInfo returns the version and the VCS revision the binary was built from, if known.
+func buildInfo() (ver, commit string) {
+	ver = version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	return ver, commit
 }

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/onelayerdown/runner/runner/internal/plan"
 )
 
 func init() {
@@ -49,19 +50,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 func runCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := run(context.Background(), args, &out, &errb)
-	if err != nil {
-		var ex *exitError
-		if errors.As(err, &ex) {
-			code = ex.code
-			if ex.msg != "" {
-				errb.WriteString(ex.msg + "\n")
-			}
-		} else {
-			code = 1
-			errb.WriteString(err.Error() + "\n")
-		}
-	}
+	code = exitCode(run(context.Background(), args, &out, &errb), &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -71,7 +60,7 @@ func TestPlanGolden(t *testing.T) {
 		t.Fatalf("no inputs in testdata/plan: %v", err)
 	}
 	for _, in := range inputs {
-		for _, format := range planFormats {
+		for _, format := range plan.Formats() {
 			name := strings.TrimSuffix(filepath.Base(in), ".yaml")
 			t.Run(name+"/"+format, func(t *testing.T) {
 				out, errOut, code := runCmd(t, "plan", in, "--format", format)
@@ -96,7 +85,7 @@ func TestPlanFormatsAgree(t *testing.T) {
 	if code != 0 {
 		t.Fatal("csv plan failed")
 	}
-	var p plan
+	var p plan.Plan
 	if err := json.Unmarshal([]byte(jsonOut), &p); err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +107,8 @@ func TestPlanFormatsAgree(t *testing.T) {
 			t.Errorf("row %d: csv %v, json %+v", i, r, c)
 		}
 		for j, path := range p.Axes {
-			if r[4+j] != c.axisValue(path) {
-				t.Errorf("row %d, axis %s: csv %q, json %q", i, path, r[4+j], c.axisValue(path))
+			if r[4+j] != c.AxisValue(path) {
+				t.Errorf("row %d, axis %s: csv %q, json %q", i, path, r[4+j], c.AxisValue(path))
 			}
 		}
 		total += c.Requests
@@ -187,7 +176,7 @@ func TestExperimentsDirectory(t *testing.T) {
 			if code != 0 || !strings.Contains(out, ": ok (") {
 				t.Fatalf("validate: exit %d\n%s%s", code, out, errOut)
 			}
-			for _, format := range planFormats {
+			for _, format := range plan.Formats() {
 				out, errOut, code := runCmd(t, "plan", "--format", format, f)
 				if code != 0 || out == "" {
 					t.Errorf("plan --format %s: exit %d\n%s", format, code, errOut)

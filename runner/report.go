@@ -49,10 +49,10 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, d := range dirs {
 		f, err := report.Load(d)
 		if err != nil {
-			return &exitError{code: 2, msg: "runner: report: " + err.Error()}
+			return &exitError{code: 2, err: fmt.Errorf("report: %w", err)}
 		}
 		for _, n := range f.Notes {
-			fmt.Fprintf(stderr, "runner: report: %s: %s\n", d, n)
+			warnf(stderr, "report: %s: %s", d, n)
 		}
 		folders = append(folders, f)
 	}
@@ -62,12 +62,12 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	res, err := report.Write(dest, folders...)
 	if err != nil {
-		return &exitError{code: 1, msg: "runner: " + err.Error()}
+		return &exitError{code: 1, err: err}
 	}
 	for _, s := range res.Skipped {
-		fmt.Fprintf(stderr, "runner: report: no %s chart: %s\n", s.Chart, s.Reason)
+		warnf(stderr, "report: no %s chart: %s", s.Chart, s.Reason)
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d charts as PNG and SVG, %s)\n", filepath.Join(dest, report.IndexFile), len(res.Charts),
+	_, err = fmt.Fprintf(stdout, "wrote %s (%d charts as PNG and SVG, %s)\n", filepath.Join(dest, report.IndexFile), len(res.Charts),
 		decompose.CSVFile)
-	return nil
+	return err
 }

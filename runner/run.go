@@ -2,121 +2,184 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/engine"
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/orchestrate"
+	"github.com/onelayerdown/runner/runner/internal/plan"
+	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/summary"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
-// exitError carries a specific exit status out of a subcommand. Codes: 1 a failure (or, for
-// diff, a regression), 2 bad input (usage, an invalid experiment file, an unreadable folder).
-type exitError struct {
-	code int
-	msg  string
-}
+const runDescription = `
+Run an experiment: expand its matrix, boot one server per distinct server config, send every
+config's warm-up and measured requests, and write a new result folder under --results
+(results/<experiment name>/<UTC time>-<id>/). Each request is appended to the folder as it
+completes, so an interrupted run loses at most the request in flight; finish it with --resume.
 
-func (e *exitError) Error() string { return e.msg }
+On Ctrl-C the run stops the request in flight, stops its server, marks the folder interrupted
+and prints the command that resumes it; a second Ctrl-C exits at once.
 
-// usageError is an error of the command line itself; it exits with status 2.
-func usageError(format string, args ...any) error {
-	return &exitError{code: 2, msg: "runner: " + fmt.Sprintf(format, args...)}
-}
+Exit status: 0 when every request succeeded; 1 when some failed (a server that did not boot,
+a request that failed) or the run could not finish; 2 on an invalid experiment file or bad
+flags; 130 when interrupted.`
 
-// command is one subcommand.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-// commands lists the subcommands in the order help shows them.
-func commands() []command {
-	return []command{
-		{"run", "run an experiment file (the default: runner FILE)", cmdRun},
-		{"validate", "check experiment files against the schema and the semantic rules", cmdValidate},
-		{"plan", "show the configs an experiment expands to, without running it", cmdPlan},
-		{"summary", "summarise a result folder", cmdSummary},
-		{"diff", "compare two result folders and gate CI on regressions", cmdDiff},
-		{"report", "write an HTML report with charts for one or two result folders", cmdReport},
-		{"export", "write a result folder's CSV files as typed Parquet files", cmdExport},
-		{"sim", "serve the simulated vLLM-compatible server", cmdSim},
-		{"version", "print the runner version", cmdVersion},
-		{"tinymodel", "write a tiny random llama GGUF model for engine tests", cmdTinyModel},
-		{"help", "show help for a command", nil},
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--dry-run] [--quiet] [--record-failures]", runDescription, stderr)
+	root := fs.String("results", "results", "the folder that result folders are created in")
+	resume := fs.String("resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
+	dryRun := fs.Bool("dry-run", false, "check and plan the experiment, then stop without booting anything")
+	quiet := fs.Bool("quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
+	recordFailures := fs.Bool("record-failures", false, "when a server's executable cannot be found, write the result folder anyway, with its requests recorded as failed")
+	files, helped, err := flagsAndFiles(fs, args)
+	if helped || err != nil {
+		return err
 	}
-}
-
-// run dispatches the command line to a subcommand. A first argument that is not a subcommand is
-// an experiment file: `runner FILE` is `runner run FILE`.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		printUsage(stderr)
-		return &exitError{code: 2}
+	if len(files) != 1 {
+		return usageError("run: want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
 	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && name == "help" {
-			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+	file := files[0]
+	exp, cfgs, err := loadExperiment("run", file)
+	if err != nil {
+		return err
+	}
+	if *dryRun {
+		return plan.NewTextEncoder(stdout).Encode(plan.New(exp, cfgs))
+	}
+	// A server that cannot start here (its executable is not installed) would only fill a
+	// folder with failed rows: say so at once and write nothing, unless asked to record it.
+	if problems := preflight(cfgs); len(problems) > 0 && !*recordFailures {
+		return &exitError{code: 1, err: errors.New(strings.Join(problems, "\n") +
+			"\nnothing was run and no result folder was written (--record-failures writes one with these requests failed)")}
+	}
+
+	var folder *results.Folder
+	var done results.Done
+	if *resume != "" {
+		man, err := results.ReadManifest(*resume)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
 		}
-		printUsage(stdout)
-		return nil
-	case "-version", "--version":
-		return cmdVersion(ctx, nil, stdout, stderr)
-	}
-	for _, c := range commands() {
-		if c.name == name && c.run != nil {
-			return c.run(ctx, args[1:], stdout, stderr)
+		if err := man.CheckExperiment(exp.Source); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("resume %s: %w", *resume, err)}
 		}
+		if folder, done, err = results.Resume(*resume); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
+		}
+		fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
+	} else {
+		ver, commit := buildInfo()
+		folder, err = results.Create(*root, exp, cfgs, results.RunInfo{
+			RunnerVersion: ver, RunnerCommit: commit, Command: append([]string{"runner"}, args...),
+		})
+		if err != nil {
+			return fmt.Errorf("create the result folder: %w", err)
+		}
+		fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
 	}
-	if strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
-		return cmdRun(ctx, args, stdout, stderr)
+
+	// A second Ctrl-C exits at once; the folder on disk must still say interrupted, not running.
+	unhook := hardExit.add(func() {
+		if err := folder.MarkInterrupted(2 * time.Second); err != nil {
+			warnf(stderr, "%v", err)
+			return
+		}
+		warnf(stderr, "%s is marked interrupted; resume with: runner %s --resume %s", folder.Dir(), file, folder.Dir())
+	})
+	defer unhook()
+
+	progress := orchestrate.NewQuietProgress(stderr)
+	if !*quiet {
+		progress = orchestrate.NewProgress(stderr, isTerminal(stderr))
 	}
-	return usageError("unknown command %q (run 'runner help' for a list)", name)
+	out, runErr := orchestrate.Run(ctx, orchestrate.Options{
+		Experiment: exp, Configs: cfgs, Done: done, Logs: folder.ServerLog,
+		Subscribers: []orchestrate.Subscriber{orchestrate.Record(folder), progress},
+	})
+
+	status := results.StatusComplete
+	switch {
+	case out.Interrupted || errors.Is(runErr, context.Canceled):
+		status = results.StatusInterrupted
+	case runErr != nil:
+		status = results.StatusFailed
+	}
+	if err := folder.Close(status); err != nil {
+		// The rows are on disk; only the summary or the manifest's last word is missing, and a
+		// folder whose writer is gone reads as interrupted, so a resume finishes it.
+		return errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s --resume %s",
+			folder.Dir(), err, file, folder.Dir()))
+	}
+
+	if status == results.StatusInterrupted {
+		return &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s --resume %s", out.Sent, file, folder.Dir())}
+	}
+	if runErr != nil {
+		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s --resume %s)", runErr, folder.Dir(), file, folder.Dir())
+	}
+
+	rep, err := summary.Load(folder.Dir())
+	if err != nil {
+		return err
+	}
+	if err := summary.NewTextEncoder(stdout).Encode(rep); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "\nresults: %s\n", folder.Dir()); err != nil {
+		return err
+	}
+	if out.Failed > 0 || out.BootFailed > 0 {
+		var parts []string
+		if out.BootFailed > 0 {
+			parts = append(parts, tabular.Plural(out.BootFailed, "server config")+" failed to boot")
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d requests failed", out.Failed, out.Sent))
+		return &exitError{code: 1, err: errors.New(strings.Join(parts, "; ") + " (see errors.jsonl and logs/ in the folder)")}
+	}
+	return nil
 }
 
-func printUsage(w io.Writer) {
-	fmt.Fprint(w, `runner measures LLM serving latency (TTFT, TPOT) the way a chat user feels it.
-
-Usage:
-  runner FILE [flags]            run an experiment (same as: runner run FILE)
-  runner <command> [arguments]
-
-Commands:
-`)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// preflight checks that every distinct server of cfgs can be started on this machine and returns
+// one problem per server that cannot, with its hint.
+func preflight(cfgs []experiment.Config) []string {
+	self, _ := os.Executable()
+	var problems []string
+	seen := map[string]bool{}
+	for _, c := range cfgs {
+		if seen[c.ServerID] {
+			continue
+		}
+		seen[c.ServerID] = true
+		err := engine.Preflight(c.Server, self)
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		var be *engine.BootError
+		if errors.As(err, &be) {
+			msg = be.Engine + ": " + be.Reason
+			if be.Hint != "" {
+				msg += "\n  hint: " + be.Hint
+			}
+		}
+		problems = append(problems, fmt.Sprintf("server %s (config %s): %s", c.ServerID, c.Label, msg))
 	}
-	fmt.Fprint(w, `
-Run 'runner <command> --help' for a command's flags.
-`)
+	return problems
 }
 
-// newFlagSet returns a flag set that writes its usage to stderr and reports errors instead of
-// exiting, with a usage text made of the synopsis and a description.
-func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\n%s\n", synopsis, strings.TrimSpace(description))
-		var has bool
-		fs.VisitAll(func(*flag.Flag) { has = true })
-		if has {
-			fmt.Fprintln(stderr, "\nFlags:")
-			fs.PrintDefaults()
-		}
+// isTerminal reports whether w is a character device, such as an interactive terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return fs
-}
-
-// parseFlags parses args, mapping -h to a nil error with usage printed and any other flag error
-// to a usage error (exit 2).
-func parseFlags(fs *flag.FlagSet, args []string) (helped bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return true, nil
-		}
-		return false, &exitError{code: 2}
-	}
-	return false, nil
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

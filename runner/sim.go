@@ -163,7 +163,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		var be *sim.BootError
 		if errors.As(err, &be) {
-			return &exitError{code: 1, msg: "runner: sim: " + err.Error()}
+			return &exitError{code: 1, err: fmt.Errorf("sim: %w", err)}
 		}
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
+	"github.com/onelayerdown/runner/runner/internal/summary"
 )
 
 // summaryFixture writes a deterministic result folder under root: two configs on one server,
@@ -67,7 +68,7 @@ func summaryFixture(t *testing.T, root string, reps int, interrupt bool) string 
 
 func TestSummaryGolden(t *testing.T) {
 	dir := summaryFixture(t, t.TempDir(), 6, false)
-	for _, format := range summaryFormats {
+	for _, format := range summary.Formats() {
 		t.Run(format, func(t *testing.T) {
 			stdout, stderr, code := runCmd(t, "summary", dir, "--format", format)
 			if code != 0 || stderr != "" {

@@ -55,8 +55,8 @@ its token limit. The same seed and params always give the same file.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d parameters, %d bytes (%s)\n", rest[0], p.ParamCount(), st.Size(), p)
-	return nil
+	_, err = fmt.Fprintf(stdout, "%s: %d parameters, %d bytes (%s)\n", rest[0], p.ParamCount(), st.Size(), p)
+	return err
 }
 
 // checkModelPath refuses an output path that holds anything but a regular file. The model is

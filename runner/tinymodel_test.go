@@ -146,7 +146,7 @@ func TestCmdTinyModelRefusesSpecialFiles(t *testing.T) {
 				return
 			}
 			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, tt.want) || !strings.Contains(ee.msg, path) {
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.Error(), tt.want) || !strings.Contains(ee.Error(), path) {
 				t.Fatalf("error = %v, want exit status 2 saying %q", err, tt.want)
 			}
 			st, err := os.Lstat(path)

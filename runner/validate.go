@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
-	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/plan"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 const validateDescription = `
@@ -31,76 +28,23 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(files) == 0 {
 		return usageError("validate: no experiment file given (usage: runner validate FILE...)")
 	}
-	var problems []string
-	bad := 0
+	var problems errorLines
 	for _, f := range files {
-		cfgs, err := loadConfigs(f)
+		e, cfgs, err := loadExperiment("", f)
 		if err != nil {
-			bad++
-			problems = append(problems, err.Error())
+			problems = append(problems, err)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", f, plural(len(cfgs), "config"), plural(countServers(cfgs), "server"))
+		t := plan.New(e, cfgs).Totals
+		if _, err := fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", f, tabular.Plural(t.Configs, "config"), tabular.Plural(t.Servers, "server")); err != nil {
+			return err
+		}
 	}
-	if bad == 0 {
+	if len(problems) == 0 {
 		return nil
 	}
 	if len(files) > 1 {
-		problems = append(problems, fmt.Sprintf("runner: validate: %d of %d files are invalid", bad, len(files)))
+		problems = append(problems, fmt.Errorf("validate: %d of %d files are invalid", len(problems), len(files)))
 	}
-	return &exitError{code: 2, msg: strings.Join(problems, "\n")}
-}
-
-// loadConfigs loads, checks and expands one experiment file. A file that cannot be read is
-// reported with the runner's prefix; an invalid one as its list of located problems.
-func loadConfigs(file string) ([]experiment.Config, error) {
-	e, err := experiment.Load(file)
-	if err == nil {
-		var cfgs []experiment.Config
-		if cfgs, err = e.Expand(); err == nil {
-			return cfgs, nil
-		}
-	}
-	var list experiment.ErrorList
-	if errors.As(err, &list) {
-		return nil, list
-	}
-	return nil, fmt.Errorf("runner: %w", err)
-}
-
-// countServers counts the distinct server configs.
-func countServers(cfgs []experiment.Config) int {
-	seen := map[string]bool{}
-	for _, c := range cfgs {
-		seen[c.ServerID] = true
-	}
-	return len(seen)
-}
-
-// plural formats a count with a noun, adding an s unless the count is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// flagsAndFiles parses flags given before, between or after the file arguments (the flag
-// package alone stops at the first file) and returns the files in order. Everything after "--"
-// is a file.
-func flagsAndFiles(fs *flag.FlagSet, args []string) (files []string, helped bool, err error) {
-	var tail []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, tail = args[:i], args[i+1:]
-	}
-	for {
-		if helped, err = parseFlags(fs, args); helped || err != nil {
-			return nil, helped, err
-		}
-		if fs.NArg() == 0 {
-			return append(files, tail...), false, nil
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
+	return &exitError{code: 2, err: problems}
 }

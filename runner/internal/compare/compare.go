@@ -26,6 +26,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/stats"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // DefaultAlpha is the significance level used when Options.Alpha is 0.
@@ -569,7 +570,7 @@ func evaluateGate(rep *Report, opt Options, failures []string) Gate {
 			continue
 		}
 		g.Reasons = append(g.Reasons, fmt.Sprintf("%s (%s): no %s values in the new run, which the old run has (%s failed)",
-			r.Label, r.ConfigID, joinAnd(missing[r.ConfigID]), plural(r.New.Failed, "measured request")))
+			r.Label, r.ConfigID, joinAnd(missing[r.ConfigID]), tabular.Plural(r.New.Failed, "measured request")))
 	}
 	g.Reasons = append(g.Reasons, failures...)
 	if opt.Strict {
@@ -638,13 +639,4 @@ func joinAnd(xs []string) string {
 		s += ", " + x
 	}
 	return s + " and " + xs[len(xs)-1]
-}
-
-// plural writes n and noun, with an s when n is not 1: "1 measured request", "8 measured
-// requests".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/stats"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // CSVColumns are the columns of the csv format, in order.
@@ -32,10 +33,9 @@ func NewCSVEncoder(w io.Writer) *CSVEncoder { return &CSVEncoder{w: w} }
 
 // Encode writes the header and r's rows.
 func (e *CSVEncoder) Encode(r *Report) error {
-	cw := csv.NewWriter(e.w)
-	cw.Write(CSVColumns)
+	rows := make([][]string, 0, len(r.Rows))
 	for _, row := range r.Rows {
-		cw.Write([]string{
+		rows = append(rows, []string{
 			row.ConfigID, row.Label, row.Metric, row.Unit, string(row.Presence),
 			strconv.Itoa(row.Old.N), strconv.Itoa(row.Old.Failed), csvFloat(row.Old.Median), csvFloat(row.Old.CILow), csvFloat(row.Old.CIHigh),
 			strconv.Itoa(row.New.N), strconv.Itoa(row.New.Failed), csvFloat(row.New.Median), csvFloat(row.New.CILow), csvFloat(row.New.CIHigh),
@@ -43,16 +43,12 @@ func (e *CSVEncoder) Encode(r *Report) error {
 			string(row.Verdict), row.Threshold, string(row.Gate), joinWarnings(row.Warnings),
 		})
 	}
-	cw.Flush()
-	return cw.Error()
+	return tabular.WriteCSV(e.w, CSVColumns, rows)
 }
 
-func csvFloat(x float64) string {
-	if math.IsNaN(x) {
-		return ""
-	}
-	return strconv.FormatFloat(x, 'f', -1, 64)
-}
+// csvFloat writes a number in the shortest form that reads back exactly; a missing value is an
+// empty cell.
+func csvFloat(x float64) string { return tabular.Float(x, -1) }
 
 func joinWarnings(ws []string) string {
 	esc := strings.NewReplacer(`\`, `\\`, ";", `\;`)

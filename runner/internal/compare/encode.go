@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // Encoder writes a Report in one format.
@@ -38,21 +40,6 @@ var (
 	_ Encoder = (*CSVEncoder)(nil)
 	_ Encoder = (*JSONEncoder)(nil)
 )
-
-// errWriter remembers the first write error, so that an encoder can write freely and check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
 
 // num formats a median or interval bound for people: three decimals for durations, the
 // shortest exact form for counts; "-" when missing.
@@ -134,44 +121,14 @@ func hasGate(r *Report) bool {
 	return false
 }
 
-// rowWarning is one distinct warning of a config, with the metrics it concerns.
-type rowWarning struct {
-	label   string
-	text    string
-	metrics []string
-}
-
-// groupWarnings merges the warnings of each config's rows: one entry per distinct text, with
-// the metrics it concerns ("all metrics" when it concerns every one of the config's rows).
-func groupWarnings(rows []Row) []rowWarning {
-	var out []rowWarning
-	for i := 0; i < len(rows); {
-		j := i
-		for j < len(rows) && rows[j].ConfigID == rows[i].ConfigID && rows[j].Presence == rows[i].Presence {
-			j++
-		}
-		var group []rowWarning
-		for _, r := range rows[i:j] {
-			for _, w := range r.Warnings {
-				k := 0
-				for k < len(group) && group[k].text != w {
-					k++
-				}
-				if k == len(group) {
-					group = append(group, rowWarning{label: r.Label, text: w})
-				}
-				group[k].metrics = append(group[k].metrics, r.Metric)
-			}
-		}
-		for k := range group {
-			if len(group[k].metrics) == j-i && j-i > 1 {
-				group[k].metrics = []string{"all metrics"}
-			}
-		}
-		out = append(out, group...)
-		i = j
+// groupWarnings merges the warnings of each config's rows, apart for each presence: one entry
+// per distinct text, with the metrics it concerns.
+func groupWarnings(rows []Row) []tabular.Warning {
+	noted := make([]tabular.Noted, len(rows))
+	for i, r := range rows {
+		noted[i] = tabular.Noted{Group: r.ConfigID + "\x00" + string(r.Presence), Label: r.Label, Metric: r.Metric, Warnings: r.Warnings}
 	}
-	return out
+	return tabular.GroupWarnings(noted)
 }
 
 // envSummary is the line shown when no field that matters differs.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/stats"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // JSONVersion is the version of the json format's layout, its "version" field.
@@ -105,25 +106,11 @@ type jsonGate struct {
 	Reasons    []string        `json:"reasons"`
 }
 
-func ptr(x float64) *float64 {
-	if math.IsNaN(x) {
-		return nil
-	}
-	return &x
-}
-
 func unptr(p *float64) float64 {
 	if p == nil {
 		return math.NaN()
 	}
 	return *p
-}
-
-func nonNil(xs []string) []string {
-	if xs == nil {
-		return []string{}
-	}
-	return xs
 }
 
 var directions = map[Direction]string{Up: "+", Down: "-", Either: "±"}
@@ -133,16 +120,16 @@ func (e *JSONEncoder) Encode(r *Report) error {
 	out := jsonReport{Version: JSONVersion, Alpha: r.Alpha, CILevel: r.CILevel, JoinBy: r.JoinBy,
 		Old: toJSONFolder(r.Old), New: toJSONFolder(r.New), Env: []jsonEnv{}, EnvDiffers: len(DifferingEnv(r.Env)) > 0,
 		OnlyOld: toJSONConfigs(r.OnlyOld), OnlyNew: toJSONConfigs(r.OnlyNew), Rows: []jsonRow{},
-		Gate:     jsonGate{Result: r.Gate.Result, Thresholds: []jsonThreshold{}, Strict: r.Gate.Strict, Reasons: nonNil(r.Gate.Reasons)},
-		Warnings: nonNil(r.Warnings)}
+		Gate:     jsonGate{Result: r.Gate.Result, Thresholds: []jsonThreshold{}, Strict: r.Gate.Strict, Reasons: tabular.List(r.Gate.Reasons)},
+		Warnings: tabular.List(r.Warnings)}
 	for _, f := range r.Env {
 		out.Env = append(out.Env, jsonEnv{Name: f.Name, Old: f.Old, New: f.New, Differs: f.Differs(), Matters: f.Matters})
 	}
 	for _, row := range r.Rows {
 		out.Rows = append(out.Rows, jsonRow{ConfigID: row.ConfigID, Label: row.Label, Metric: row.Metric, Unit: row.Unit,
-			Presence: row.Presence, Old: toJSONSample(row.Old), New: toJSONSample(row.New), ChangePct: ptr(row.ChangePct),
-			P: ptr(row.P), Test: row.Test, MinP: ptr(row.MinP), Significant: row.Significant, Verdict: row.Verdict,
-			Threshold: row.Threshold, Gate: row.Gate, Warnings: nonNil(row.Warnings)})
+			Presence: row.Presence, Old: toJSONSample(row.Old), New: toJSONSample(row.New), ChangePct: tabular.Null(row.ChangePct),
+			P: tabular.Null(row.P), Test: row.Test, MinP: tabular.Null(row.MinP), Significant: row.Significant, Verdict: row.Verdict,
+			Threshold: row.Threshold, Gate: row.Gate, Warnings: tabular.List(row.Warnings)})
 	}
 	for _, t := range r.Gate.Thresholds {
 		out.Gate.Thresholds = append(out.Gate.Thresholds, jsonThreshold{Metric: t.Metric, Direction: directions[t.Direction],
@@ -167,7 +154,7 @@ func toJSONConfigs(cs []ConfigRef) []jsonConfig {
 }
 
 func toJSONSample(s Sample) jsonSample {
-	return jsonSample{N: s.N, Failed: s.Failed, Median: ptr(s.Median), CILow: ptr(s.CILow), CIHigh: ptr(s.CIHigh)}
+	return jsonSample{N: s.N, Failed: s.Failed, Median: tabular.Null(s.Median), CILow: tabular.Null(s.CILow), CIHigh: tabular.Null(s.CIHigh)}
 }
 
 // DecodeJSON reads a Report that JSONEncoder wrote. It refuses another layout version. Empty

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // MarkdownEncoder writes a Report as GitHub-flavoured markdown, for a pull-request comment or a
@@ -25,7 +27,7 @@ func mdCode(s string) string {
 
 // Encode writes r.
 func (e *MarkdownEncoder) Encode(r *Report) error {
-	w := &errWriter{w: e.w}
+	w := tabular.NewErrWriter(e.w)
 	fmt.Fprintf(w, "### runner diff: %s → %s\n\n", mdCode(r.Old.Dir), mdCode(r.New.Dir))
 	fmt.Fprintf(w, "- old: %s\n", mdEscape.Replace(headline(r.Old)))
 	fmt.Fprintf(w, "- new: %s\n", mdEscape.Replace(headline(r.New)))
@@ -112,7 +114,7 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
 		fmt.Fprint(w, "\n**Warnings**\n\n")
 		for _, x := range ws {
-			fmt.Fprintf(w, "- %s: %s (%s)\n", mdEscape.Replace(x.label), mdEscape.Replace(x.text), mdEscape.Replace(strings.Join(x.metrics, ", ")))
+			fmt.Fprintf(w, "- %s: %s (%s)\n", mdEscape.Replace(x.Label), mdEscape.Replace(x.Text), mdEscape.Replace(strings.Join(x.Metrics, ", ")))
 		}
 		for _, x := range r.Warnings {
 			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(x))
@@ -128,5 +130,5 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(reason))
 		}
 	}
-	return w.err
+	return w.Err()
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // TextEncoder writes a Report as aligned text for a terminal: the two folders, a table of the
@@ -18,7 +20,7 @@ func NewTextEncoder(w io.Writer) *TextEncoder { return &TextEncoder{w: w} }
 
 // Encode writes r.
 func (e *TextEncoder) Encode(r *Report) error {
-	w := &errWriter{w: e.w}
+	w := tabular.NewErrWriter(e.w)
 	fmt.Fprintf(w, "old: %s (%s)\n", r.Old.Dir, headline(r.Old))
 	fmt.Fprintf(w, "new: %s (%s)\n", r.New.Dir, headline(r.New))
 	fmt.Fprintln(w, method(r))
@@ -91,7 +93,7 @@ func (e *TextEncoder) Encode(r *Report) error {
 	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWarnings:")
 		for _, x := range ws {
-			fmt.Fprintf(w, "  %s: %s (%s)\n", x.label, x.text, strings.Join(x.metrics, ", "))
+			fmt.Fprintf(w, "  %s: %s (%s)\n", x.Label, x.Text, strings.Join(x.Metrics, ", "))
 		}
 		for _, x := range r.Warnings {
 			fmt.Fprintf(w, "  %s\n", x)
@@ -103,7 +105,7 @@ func (e *TextEncoder) Encode(r *Report) error {
 	for _, reason := range r.Gate.Reasons {
 		fmt.Fprintf(w, "  %s\n", reason)
 	}
-	return w.err
+	return w.Err()
 }
 
 // writeTable writes a header and rows with tabwriter: the first `left` columns left-aligned,

@@ -1,14 +1,13 @@
 package decompose
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // CSVFile is the name of the file the report writes the fits to.
@@ -33,12 +32,8 @@ var CSVHeader = []string{
 	"ci_level", "prefill_notes", "decode_notes",
 }
 
-func csvNum(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return ""
-	}
-	return strconv.FormatFloat(v, 'f', 6, 64)
-}
+// csvNum writes a number with six decimals; a missing value is an empty cell.
+func csvNum(v float64) string { return tabular.Float(v, 6) }
 
 // notes joins a fit's reason for being skipped and its warnings with "; ", on one line.
 func notes(f *Fit) string {
@@ -78,19 +73,13 @@ func row(folder string, s *Sweep) []string {
 
 // WriteCSV writes fits.csv: the header, then one row per sweep of each set, in order.
 func WriteCSV(w io.Writer, sets ...Set) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
-		return fmt.Errorf("write %s: %w", CSVFile, err)
-	}
+	var rows [][]string
 	for _, set := range sets {
 		for i := range set.Sweeps {
-			if err := cw.Write(row(set.Folder, &set.Sweeps[i])); err != nil {
-				return fmt.Errorf("write %s: %w", CSVFile, err)
-			}
+			rows = append(rows, row(set.Folder, &set.Sweeps[i]))
 		}
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
+	if err := tabular.WriteCSV(w, CSVHeader, rows); err != nil {
 		return fmt.Errorf("write %s: %w", CSVFile, err)
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // LengthAxes are the axis paths that set a request's prompt or output length. The fits use the
@@ -283,7 +284,7 @@ func fitDecode(reqs []*record.Request) Fit {
 func spreadWarnings(l Line, lengths int, what string) []string {
 	var w []string
 	if l.DF < 1 {
-		w = append(w, fmt.Sprintf("%s: too few for an interval", plural(l.N, "request")))
+		w = append(w, fmt.Sprintf("%s: too few for an interval", tabular.Plural(l.N, "request")))
 	}
 	if lengths == 2 {
 		w = append(w, fmt.Sprintf("two %s lengths only: a straight line is assumed, not tested", what))
@@ -333,12 +334,4 @@ func (f *Fit) Describe() string {
 		fmt.Fprintf(&b, " (prompt tokens %s)", f.PromptSource)
 	}
 	return b.String()
-}
-
-// plural formats a count with a noun, adding an s unless the count is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -97,15 +97,6 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// formatFloat writes a finite float with a fixed number of decimals (so the column reads as a
-// float even when every value is whole); NaN is a missing value.
-func formatFloat(f float64, decimals int) string {
-	if math.IsNaN(f) {
-		return ""
-	}
-	return strconv.FormatFloat(f, 'f', decimals, 64)
-}
-
 // parseFloat reads a float cell; an empty cell is NaN (missing). The text "NaN" and infinities
 // are refused: a missing value is an empty cell.
 func parseFloat(s string) (float64, error) {

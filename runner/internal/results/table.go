@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // Kind is the type of a CSV column, as an analysis tool should load it.
@@ -76,13 +77,8 @@ func (t *table[T]) row(v *T) []string {
 	return out
 }
 
-// encodeCSV renders records as CSV lines, one line per record.
-func encodeCSV(records ...[]string) []byte {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	_ = w.WriteAll(records) // writing to a bytes.Buffer cannot fail
-	return buf.Bytes()
-}
+// encodeCSV renders records as CSV lines, one line per record, in the runner's one dialect.
+func encodeCSV(records ...[]string) []byte { return tabular.Lines(records...) }
 
 // Encoder writes the rows of one result file as CSV to an io.Writer, the header before the
 // first row. Each Encode is one Write call on the underlying writer.
@@ -431,7 +427,7 @@ func reqMsCol[T any](name string, f func(*T) *time.Duration) column[T] {
 
 func floatCol[T any](name string, decimals int, f func(*T) *float64) column[T] {
 	return column[T]{Column: Column{Name: name, Kind: KindFloat},
-		get: func(v *T) string { return formatFloat(*f(v), decimals) },
+		get: func(v *T) string { return tabular.Float(*f(v), decimals) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseFloat(s); return err }}
 }
 
@@ -497,7 +493,7 @@ func optFloatCol[T any](name string, decimals int, f func(*T) **float64) column[
 	return column[T]{Column: Column{Name: name, Kind: KindFloat},
 		get: func(v *T) string {
 			if p := *f(v); p != nil {
-				return formatFloat(*p, decimals)
+				return tabular.Float(*p, decimals)
 			}
 			return ""
 		},

@@ -1,0 +1,249 @@
+package summary
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/onelayerdown/runner/runner/internal/decompose"
+	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
+)
+
+// Encoder writes a Report in one format.
+type Encoder interface {
+	Encode(*Report) error
+}
+
+// The encoders implement Encoder.
+var (
+	_ Encoder = (*TextEncoder)(nil)
+	_ Encoder = (*MarkdownEncoder)(nil)
+	_ Encoder = (*CSVEncoder)(nil)
+	_ Encoder = (*JSONEncoder)(nil)
+)
+
+// Formats returns the names of the output formats, in the order help lists them.
+func Formats() []string { return []string{"text", "markdown", "csv", "json"} }
+
+// NewEncoder returns the encoder of a format named by Formats (md is markdown) over w.
+func NewEncoder(format string, w io.Writer) (Encoder, error) {
+	switch format {
+	case "text":
+		return NewTextEncoder(w), nil
+	case "markdown", "md":
+		return NewMarkdownEncoder(w), nil
+	case "csv":
+		return NewCSVEncoder(w), nil
+	case "json":
+		return NewJSONEncoder(w), nil
+	}
+	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats(), ", "))
+}
+
+// num formats a value for the text and markdown tables; "-" when missing.
+func num(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", f)
+}
+
+func ci(r results.SummaryRow) string {
+	if math.IsNaN(r.MedianCILow) {
+		return "-"
+	}
+	return fmt.Sprintf("[%s, %s]", num(r.MedianCILow), num(r.MedianCIHigh))
+}
+
+var header = []string{"config", "metric", "n", "failed", "median", "p95", "p99", "min", "max", "mean", "stddev", "median 95% CI"}
+
+func cells(r results.SummaryRow) []string {
+	return []string{r.Label, r.Metric, fmt.Sprint(r.N), fmt.Sprint(r.NFailed), num(r.Median), num(r.P95),
+		num(r.P99), num(r.Min), num(r.Max), num(r.Mean), num(r.Stddev), ci(r)}
+}
+
+// groupWarnings merges the warnings of each config's rows: one line per distinct text, with the
+// metrics it concerns.
+func groupWarnings(rows []results.SummaryRow) []tabular.Warning {
+	noted := make([]tabular.Noted, len(rows))
+	for i, r := range rows {
+		noted[i] = tabular.Noted{Group: r.ConfigID, Label: r.Label, Metric: r.Metric, Warnings: r.Warnings}
+	}
+	return tabular.GroupWarnings(noted)
+}
+
+// TextEncoder writes a Report as aligned text: the headline, the table of the configs with a
+// successful request, one line for each config without, the warnings and the fits.
+type TextEncoder struct{ w io.Writer }
+
+// NewTextEncoder returns a TextEncoder writing to w.
+func NewTextEncoder(w io.Writer) *TextEncoder { return &TextEncoder{w: w} }
+
+// Encode writes s.
+func (e *TextEncoder) Encode(s *Report) error {
+	w := tabular.NewErrWriter(e.w)
+	fmt.Fprintln(w, s.headline())
+	live, dead := s.split()
+	if len(live) > 0 {
+		fmt.Fprintln(w)
+		writeTable(w, live)
+	}
+	if len(dead) > 0 {
+		fmt.Fprintln(w)
+		width := 0
+		for _, d := range dead {
+			width = max(width, len([]rune(d[0])))
+		}
+		for _, d := range dead {
+			fmt.Fprintf(w, "  %s%s  %s\n", d[0], strings.Repeat(" ", width-len([]rune(d[0]))), d[1])
+		}
+	}
+	if ws := groupWarnings(live); len(ws) > 0 {
+		fmt.Fprintln(w, "\nwarnings:")
+		for _, x := range ws {
+			fmt.Fprintf(w, "  %s: %s (%s)\n", x.Label, x.Text, strings.Join(x.Metrics, ", "))
+		}
+	}
+	decompose.NewTextEncoder(w).Encode(s.Fits)
+	return w.Err()
+}
+
+// writeTable writes rows as an aligned table; the caller checks w for errors.
+func writeTable(w io.Writer, rows []results.SummaryRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// Left-align the two text columns by padding them here; tabwriter aligns the numbers right.
+	wl, wm := len(header[0]), len(header[1])
+	for _, r := range rows {
+		wl, wm = max(wl, len([]rune(r.Label))), max(wm, len(r.Metric))
+	}
+	line := func(cells []string) {
+		cells[0] = cells[0] + strings.Repeat(" ", wl-len([]rune(cells[0])))
+		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	line(append([]string(nil), header...))
+	prev := ""
+	for _, r := range rows {
+		c := cells(r)
+		if r.ConfigID == prev {
+			c[0] = ""
+		}
+		prev = r.ConfigID
+		line(c)
+	}
+	tw.Flush()
+}
+
+// MarkdownEncoder writes a Report as markdown, for a pull request or a wiki: the same parts as
+// the text format.
+type MarkdownEncoder struct{ w io.Writer }
+
+// NewMarkdownEncoder returns a MarkdownEncoder writing to w.
+func NewMarkdownEncoder(w io.Writer) *MarkdownEncoder { return &MarkdownEncoder{w: w} }
+
+// Encode writes s.
+func (e *MarkdownEncoder) Encode(s *Report) error {
+	w := tabular.NewErrWriter(e.w)
+	esc := strings.NewReplacer("|", `\|`, "\n", " ")
+	fmt.Fprintf(w, "**%s**\n", esc.Replace(s.headline()))
+	live, dead := s.split()
+	if len(live) > 0 {
+		fmt.Fprintf(w, "\n| %s |\n", strings.Join(header, " | "))
+		fmt.Fprint(w, "| --- | --- |")
+		for range header[2:] {
+			fmt.Fprint(w, " ---: |")
+		}
+		fmt.Fprintln(w)
+	}
+	for _, r := range live {
+		c := cells(r)
+		for i := range c {
+			c[i] = esc.Replace(c[i])
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(c, " | "))
+	}
+	if len(dead) > 0 {
+		fmt.Fprintln(w)
+		for _, d := range dead {
+			fmt.Fprintf(w, "- **%s**: %s\n", esc.Replace(d[0]), esc.Replace(d[1]))
+		}
+	}
+	if ws := groupWarnings(live); len(ws) > 0 {
+		fmt.Fprint(w, "\nWarnings:\n\n")
+		for _, x := range ws {
+			fmt.Fprintf(w, "- %s: %s (%s)\n", esc.Replace(x.Label), esc.Replace(x.Text), strings.Join(x.Metrics, ", "))
+		}
+	}
+	decompose.NewMarkdownEncoder(w).Encode(s.Fits)
+	return w.Err()
+}
+
+// CSVEncoder writes the rows of a Report as summary.csv writes them.
+type CSVEncoder struct{ w io.Writer }
+
+// NewCSVEncoder returns a CSVEncoder writing to w.
+func NewCSVEncoder(w io.Writer) *CSVEncoder { return &CSVEncoder{w: w} }
+
+// Encode writes s's rows.
+func (e *CSVEncoder) Encode(s *Report) error { return results.WriteSummary(e.w, s.Rows) }
+
+// JSONEncoder writes a Report as one indented JSON object: the folder's facts, "rows" (a
+// missing value null) and "fits".
+type JSONEncoder struct{ w io.Writer }
+
+// NewJSONEncoder returns a JSONEncoder writing to w.
+func NewJSONEncoder(w io.Writer) *JSONEncoder { return &JSONEncoder{w: w} }
+
+// jsonRow is one row of the json format; a missing value is null.
+type jsonRow struct {
+	ConfigIndex   int      `json:"config_index"`
+	ConfigID      string   `json:"config_id"`
+	ServerID      string   `json:"server_id"`
+	Label         string   `json:"label"`
+	Metric        string   `json:"metric"`
+	N             int      `json:"n"`
+	NFailed       int      `json:"n_failed"`
+	NMissing      int      `json:"n_missing"`
+	Min           *float64 `json:"min"`
+	Median        *float64 `json:"median"`
+	P95           *float64 `json:"p95"`
+	P99           *float64 `json:"p99"`
+	Max           *float64 `json:"max"`
+	Mean          *float64 `json:"mean"`
+	Stddev        *float64 `json:"stddev"`
+	MedianCILow   *float64 `json:"median_ci_low"`
+	MedianCIHigh  *float64 `json:"median_ci_high"`
+	MedianCILevel *float64 `json:"median_ci_level"`
+	Warnings      []string `json:"warnings"`
+}
+
+// Encode writes s.
+func (e *JSONEncoder) Encode(s *Report) error {
+	null := tabular.Null
+	out := struct {
+		SchemaVersion int                 `json:"schema_version"`
+		Experiment    string              `json:"experiment"`
+		Status        results.Status      `json:"status"`
+		StartTime     string              `json:"start_time"`
+		Requests      int                 `json:"requests"`
+		Failed        int                 `json:"failed"`
+		Rows          []jsonRow           `json:"rows"`
+		Fits          []decompose.JSONFit `json:"fits"`
+	}{SchemaVersion: results.FormatVersion, Experiment: s.Manifest.Experiment.Name, Status: s.Status,
+		StartTime: s.Manifest.Start.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), Requests: s.Requests, Failed: s.Failed,
+		Rows: []jsonRow{}, Fits: decompose.ToJSON(s.Fits)}
+	for _, r := range s.Rows {
+		out.Rows = append(out.Rows, jsonRow{ConfigIndex: r.ConfigIndex, ConfigID: r.ConfigID, ServerID: r.ServerID,
+			Label: r.Label, Metric: r.Metric, N: r.N, NFailed: r.NFailed, NMissing: r.NMissing, Min: null(r.Min),
+			Median: null(r.Median), P95: null(r.P95), P99: null(r.P99), Max: null(r.Max), Mean: null(r.Mean),
+			Stddev: null(r.Stddev), MedianCILow: null(r.MedianCILow), MedianCIHigh: null(r.MedianCIHigh),
+			MedianCILevel: null(r.MedianCILevel), Warnings: tabular.List(r.Warnings)})
+	}
+	enc := json.NewEncoder(e.w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -1,0 +1,115 @@
+// Package summary describes one result folder for people: the statistics of each config and
+// metric, the configs that never succeeded and why, the warnings and the prefill/decode fits,
+// and writes that in the formats of `runner summary`.
+package summary
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/decompose"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
+)
+
+// Report is what `runner summary` shows of a folder.
+type Report struct {
+	Manifest *results.Manifest
+	Status   results.Status
+	Requests int // measured requests
+	Failed   int // measured requests that failed
+	Rows     []results.SummaryRow
+	Notes    []string          // what the reader noticed about the folder, for stderr
+	Fits     []decompose.Sweep // prefill/decode fits per sweep
+	// Dead says, for each config none of whose measured requests succeeded, how they failed;
+	// text and markdown show such a config as one line instead of a row of empty metrics.
+	Dead map[string]string
+}
+
+// Load reads the result folder dir and summarises it.
+func Load(dir string) (*Report, error) {
+	l, err := results.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Manifest: l.Manifest, Status: l.Status, Notes: l.Notes,
+		Rows: results.Summarize(l.Manifest.Configs, l.Requests), Fits: decompose.Sweeps(l.Manifest.Configs, l.Requests)}
+	type tally struct {
+		measured, failed int
+		causes           map[string]int
+	}
+	byConfig := map[string]*tally{}
+	for _, q := range l.Requests {
+		if q.Phase != record.PhaseMeasure {
+			continue
+		}
+		rep.Requests++
+		t := byConfig[q.ConfigID]
+		if t == nil {
+			t = &tally{causes: map[string]int{}}
+			byConfig[q.ConfigID] = t
+		}
+		t.measured++
+		if q.Status != record.StatusOK {
+			rep.Failed++
+			t.failed++
+			t.causes[failureCause(q)]++
+		}
+	}
+	rep.Dead = map[string]string{}
+	for id, t := range byConfig {
+		if t.failed < t.measured {
+			continue
+		}
+		cause, most := "", 0
+		for c, n := range t.causes {
+			if n > most || (n == most && c < cause) {
+				cause, most = c, n
+			}
+		}
+		line := fmt.Sprintf("no successful request: %d of %d measured requests failed", t.failed, t.measured)
+		if most == t.failed {
+			line += ": " + cause
+		} else {
+			line += fmt.Sprintf(", %d of them: %s", most, cause)
+		}
+		rep.Dead[id] = line
+	}
+	return rep, nil
+}
+
+// failureCause is a failed request's error class and the first line of its error, shortened.
+func failureCause(q record.Request) string {
+	msg, _, _ := strings.Cut(q.Error, "\n")
+	if r := []rune(msg); len(r) > 160 {
+		msg = string(r[:159]) + "…"
+	}
+	if q.ErrorClass == "" {
+		return msg
+	}
+	return string(q.ErrorClass) + ": " + msg
+}
+
+// split returns the rows of the configs with at least one successful measured request, and the
+// labels and causes of the others, in row order.
+func (s *Report) split() (live []results.SummaryRow, dead [][2]string) {
+	seen := map[string]bool{}
+	for _, r := range s.Rows {
+		cause, ok := s.Dead[r.ConfigID]
+		if !ok {
+			live = append(live, r)
+			continue
+		}
+		if !seen[r.ConfigID] {
+			seen[r.ConfigID] = true
+			dead = append(dead, [2]string{r.Label, cause})
+		}
+	}
+	return live, dead
+}
+
+// headline is the one-line description of the folder above the table.
+func (s *Report) headline() string {
+	return fmt.Sprintf("experiment %s, status %s, %d measured requests (%d failed), started %s",
+		s.Manifest.Experiment.Name, s.Status, s.Requests, s.Failed, s.Manifest.Start.UTC().Format("2006-01-02T15:04:05Z"))
+}

@@ -1,0 +1,131 @@
+package summary
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/stats"
+)
+
+// testReport is a report of two configs: a, whose every metric has three values and one
+// warning, and b, none of whose requests succeeded.
+func testReport() *Report {
+	rep := &Report{Manifest: &results.Manifest{Experiment: results.ExperimentFile{Name: "exp"},
+		Start: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}, Status: results.StatusComplete, Requests: 6, Failed: 3,
+		Dead: map[string]string{"b": "no successful request: 3 of 3 measured requests failed: http: 500"}}
+	for _, id := range []string{"a", "b"} {
+		for _, m := range results.Metrics() {
+			row := results.SummaryRow{ConfigID: id, Label: "config " + id, Metric: m.Name}
+			if id == "a" {
+				row.Summary = stats.Summarize([]float64{1, 2, 3})
+				row.Warnings = []string{"too few values"}
+			} else {
+				row.Summary = stats.Summarize(nil)
+				row.NFailed = 3
+			}
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	return rep
+}
+
+func TestNewEncoder(t *testing.T) {
+	for _, f := range append(Formats(), "md") {
+		if _, err := NewEncoder(f, &bytes.Buffer{}); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	_, err := NewEncoder("yaml", &bytes.Buffer{})
+	if err == nil || err.Error() != `unknown format "yaml" (want text, markdown, csv, json)` {
+		t.Errorf("yaml: %v", err)
+	}
+}
+
+func TestTextAndMarkdown(t *testing.T) {
+	tests := []struct {
+		format string
+		want   []string
+		not    []string
+	}{
+		{"text", []string{
+			"experiment exp, status complete, 6 measured requests (3 failed), started 2025-01-02T03:04:05Z\n",
+			"  config b  no successful request: 3 of 3 measured requests failed: http: 500\n",
+			"\nwarnings:\n  config a: too few values (all metrics)\n",
+		}, []string{"config b  ttft_ms"}},
+		{"markdown", []string{
+			"**experiment exp, status complete, 6 measured requests (3 failed), started 2025-01-02T03:04:05Z**\n",
+			"| config a | ttft_ms | 3 | 0 | 2.000 |",
+			"- **config b**: no successful request",
+			"- config a: too few values (all metrics)\n",
+		}, []string{"| config b |"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			var buf bytes.Buffer
+			enc, _ := NewEncoder(tt.format, &buf)
+			if err := enc.Encode(testReport()); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("lacks %q:\n%s", w, buf.String())
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(buf.String(), w) {
+					t.Errorf("has %q:\n%s", w, buf.String())
+				}
+			}
+		})
+	}
+}
+
+func TestJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := NewJSONEncoder(&buf).Encode(testReport()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Rows []struct {
+			ConfigID string   `json:"config_id"`
+			Median   *float64 `json:"median"`
+			Warnings []string `json:"warnings"`
+		} `json:"rows"`
+		Fits []any `json:"fits"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := len(results.Metrics())
+	if len(doc.Rows) != 2*n || doc.Fits == nil {
+		t.Fatalf("%d rows, fits %v", len(doc.Rows), doc.Fits)
+	}
+	a, b := doc.Rows[0], doc.Rows[n]
+	if a.Median == nil || *a.Median != 2 || len(a.Warnings) != 1 {
+		t.Errorf("config a: %+v", a)
+	}
+	if b.Median != nil || b.Warnings == nil {
+		t.Errorf("config b: median %v, warnings %v; want null and []", b.Median, b.Warnings)
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+var errFull = errors.New("disk full")
+
+func (failWriter) Write([]byte) (int, error) { return 0, errFull }
+
+func TestEncodersReturnWriteErrors(t *testing.T) {
+	for _, f := range Formats() {
+		enc, _ := NewEncoder(f, failWriter{})
+		if err := enc.Encode(testReport()); !errors.Is(err, errFull) {
+			t.Errorf("%s: %v, want %v", f, err, errFull)
+		}
+	}
+}
