@@ -50,7 +50,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 func runCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = exitCode(run(context.Background(), args, &out, &errb), &errb)
+	code = exitCode(dispatch(context.Background(), args, &out, &errb), &errb)
 	return out.String(), errb.String(), code
 }
 

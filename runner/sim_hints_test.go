@@ -53,7 +53,7 @@ func TestSimBadArgumentGetsHint(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), append([]string{"sim", "--port", "0"}, tc.args...), &stdout, &stderr)
+		err := dispatch(context.Background(), append([]string{"sim", "--port", "0"}, tc.args...), &stdout, &stderr)
 		if err == nil {
 			t.Fatalf("runner sim %q started", tc.args)
 		}

@@ -72,7 +72,7 @@ func TestSimCommand(t *testing.T) {
 	stderr := &lockedBuf{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"sim", "org/model", "--port", "0", "--dev-mode", "--max-model-len", "512"}, pw, stderr)
+		done <- dispatch(ctx, []string{"sim", "org/model", "--port", "0", "--dev-mode", "--max-model-len", "512"}, pw, stderr)
 		pw.Close()
 	}()
 	url := readListening(t, pr)
@@ -119,14 +119,14 @@ func TestSimCommandUsage(t *testing.T) {
 	}
 	for _, args := range cases {
 		var stderr bytes.Buffer
-		err := run(context.Background(), args, io.Discard, &stderr)
+		err := dispatch(context.Background(), args, io.Discard, &stderr)
 		var ex *exitError
 		if !errors.As(err, &ex) || ex.code != 2 {
 			t.Errorf("%v: %v, want a usage error (exit 2)", args, err)
 		}
 	}
 	var stderr bytes.Buffer
-	if err := run(context.Background(), []string{"sim", "--help"}, io.Discard, &stderr); err != nil {
+	if err := dispatch(context.Background(), []string{"sim", "--help"}, io.Discard, &stderr); err != nil {
 		t.Errorf("--help: %v", err)
 	}
 	for _, w := range []string{"--decode-per-token", "X-Sim-Fault", "X-Sim-Stamp", "listening on"} {

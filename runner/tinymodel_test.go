@@ -41,7 +41,7 @@ func TestCmdTinyModel(t *testing.T) {
 				}
 			}
 			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), args, &stdout, &stderr)
+			err := dispatch(context.Background(), args, &stdout, &stderr)
 			if tt.code != 0 {
 				var ee *exitError
 				if !errors.As(err, &ee) || ee.code != tt.code {
@@ -135,7 +135,7 @@ func TestCmdTinyModelRefusesSpecialFiles(t *testing.T) {
 				}
 			}
 			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), []string{"tinymodel", path, "--params", small}, &stdout, &stderr)
+			err := dispatch(context.Background(), []string{"tinymodel", path, "--params", small}, &stdout, &stderr)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("run: %v", err)
