@@ -306,3 +306,30 @@ func (c *Client) Metrics(ctx context.Context) (*Metrics, error) {
 	}
 	return m, nil
 }
+
+// ChatPromptTokens sends text as one user message in a non-streamed chat request for one token
+// and returns usage.prompt_tokens: the prompt as the server bills a chat request, its chat
+// template included. It is how the runner learns the template's overhead from a server whose
+// /tokenize takes no messages (SGLang, whose TokenizeRequest has only prompt).
+func (c *Client) ChatPromptTokens(ctx context.Context, model, text string) (int, error) {
+	in := map[string]any{
+		"messages":   []Message{{Role: "user", Content: text}},
+		"max_tokens": 1,
+		"stream":     false,
+	}
+	if model != "" {
+		in["model"] = model
+	}
+	var out struct {
+		Usage *struct {
+			PromptTokens *int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := c.getJSON(ctx, http.MethodPost, Chat.Path(), in, &out); err != nil {
+		return 0, err
+	}
+	if out.Usage == nil || out.Usage.PromptTokens == nil {
+		return 0, fmt.Errorf("openai: POST %s: the response has no usage.prompt_tokens", Chat.Path())
+	}
+	return *out.Usage.PromptTokens, nil
+}
