@@ -75,6 +75,13 @@ type Launch struct {
 	// unload the model and load it again). Start probes it once the server is ready, as it does
 	// ResetPath; ResetPath is not used when Reset is set.
 	Reset func(ctx context.Context, h *Hook) error
+	// ResetFields are request body fields that keep a measured request from reusing the prefix
+	// cache; with cache: reset the runner merges them into every request (llama-server:
+	// "cache_prompt": false). Reset, when set too, is still probed once the server is ready.
+	ResetFields map[string]any
+	// ResetMechanism says in words how the preset empties the cache, for the records, e.g.
+	// "POST /reset_prefix_cache"; empty means ResetPath's "POST <path>".
+	ResetMechanism string
 	// AfterReady, when set, runs once the ready paths answer and before the server counts as
 	// ready: register and preload a model, warm a cache. Its time counts in the boot time.
 	AfterReady func(ctx context.Context, h *Hook) error

@@ -78,7 +78,8 @@ func sglangPreset(srv experiment.Server, t Target) (*Launch, error) {
 
 // llamaCppPreset runs llama.cpp's `llama-server -m MODEL --host H --port P`, with -c from
 // server.max_model_len. /health answers 503 while the model loads. The GGUF file fixes the
-// weights' type, so server.dtype does not apply.
+// weights' type, so server.dtype does not apply. cache: reset sends "cache_prompt": false with
+// every request (see llamacpp.go).
 func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.Model == "" {
 		return nil, errors.New("server.model is required (the path of a GGUF file)")
@@ -89,12 +90,15 @@ func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	argv = append(argv, srv.Args...)
 	return &Launch{
-		Argv:        argv,
-		BaseURL:     t.URL(),
-		ReadyPaths:  []string{"/health", "/v1/models"},
-		VersionPath: "/props",
-		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "llamacpp"),
+		Argv:           argv,
+		BaseURL:        t.URL(),
+		ReadyPaths:     []string{"/health", "/v1/models"},
+		VersionPath:    "/props",
+		Reset:          llamaReset(),
+		ResetFields:    llamaResetFields,
+		ResetMechanism: llamaResetMechanism,
+		APIKey:         apiKey(srv),
+		Notes:          ignored(srv, "llamacpp"),
 	}, nil
 }
 

@@ -156,3 +156,24 @@ func TestPreparePromptsChat(t *testing.T) {
 		})
 	}
 }
+
+// TestWithResetFields checks that the fields a reset needs (llama-server's "cache_prompt":
+// false) reach the request body, and that the experiment's own request.extra wins.
+func TestWithResetFields(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		extra  map[string]any
+		fields map[string]any
+		want   string
+	}{
+		{"no fields", map[string]any{"top_k": 1}, nil, `"top_k":1`},
+		{"llama-server", nil, map[string]any{"cache_prompt": false}, `"cache_prompt":false`},
+		{"experiment wins", map[string]any{"cache_prompt": true}, map[string]any{"cache_prompt": false}, `"cache_prompt":true`},
+	} {
+		p := withResetFields(openai.Params{API: openai.Chat, Prompt: "hi", Extra: tc.extra}, tc.fields)
+		b, err := openai.Body(p)
+		if err != nil || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: body %s (%v), want %s", tc.name, b, err, tc.want)
+		}
+	}
+}
