@@ -44,6 +44,7 @@ func vllmPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{"/health", "/v1/models"},
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
+		Reset:       resetWhenIdle("/reset_prefix_cache"),
 		APIKey:      apiKey(srv),
 		Notes:       ignored(srv, "vllm"),
 	}, nil
@@ -66,13 +67,17 @@ func sglangPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	argv = append(argv, srv.Args...)
 	return &Launch{
-		Argv:        argv,
-		BaseURL:     t.URL(),
-		ReadyPaths:  []string{"/health", "/v1/models"},
-		VersionPath: "/get_server_info",
-		ResetPath:   "/flush_cache",
-		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "sglang"),
+		Argv:       argv,
+		BaseURL:    t.URL(),
+		ReadyPaths: []string{"/health", "/v1/models"},
+		// SGLang deprecated /get_server_info for /server_info (http_server.py, v0.4.7 and
+		// later); older releases answer only the first.
+		VersionPath:      "/server_info",
+		VersionFallbacks: []string{"/get_server_info"},
+		ResetPath:        "/flush_cache",
+		Reset:            sglangReset,
+		APIKey:           apiKey(srv),
+		Notes:            ignored(srv, "sglang"),
 	}, nil
 }
 
@@ -156,6 +161,7 @@ func simPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{"/health", "/v1/models"},
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
+		Reset:       resetWhenIdle("/reset_prefix_cache"),
 		APIKey:      apiKey(srv),
 		Notes:       ignored(srv, "sim"),
 	}, nil
@@ -201,6 +207,7 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{ready},
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
+		Reset:       resetWhenIdle("/reset_prefix_cache"),
 		APIKey:      key,
 		Notes:       ignored(srv, "endpoint"),
 	}, nil
