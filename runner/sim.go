@@ -79,7 +79,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		devMode         = fs.Bool("dev-mode", false, "register POST /reset_prefix_cache (also VLLM_SERVER_DEV_MODE=1)")
 		stamp           = fs.Bool("stamp", false, `add the ground-truth "sim" field to every streamed chunk`)
 		faultSpec       = fs.String("fault", "", "faults injected into every request (see above)")
-		errorFormat     = fs.String("error-format", def.ErrorFormat, `error body shape: "flat" (vLLM before 0.10.1) or "nested"`)
+		errorFormat     = fs.String("error-format", def.ErrorFormat, `error body shape: "nested" (vLLM 0.10.1 and later) or "flat" (vLLM before 0.10.1)`)
 		bootDelay       = fs.Duration("boot-delay", 0, "time before the port opens, like vLLM loading weights")
 		bootFail        = fs.String("boot-fail", "", "fail to boot: bf16, kv-cache or oom")
 		shutdownTimeout = fs.Duration("shutdown-timeout", 5*time.Second, "time in-flight requests get to finish on shutdown")

@@ -330,6 +330,8 @@ func TestHints(t *testing.T) {
 		{"vllm_kv_cache_v0.log", []string{"lower server.max_model_len to at most 7344", "32768"}},
 		{"vllm_kv_cache_v1.log", []string{"lower server.max_model_len to at most 34736", "262144"}},
 		{"vllm_kv_cache_v1_plain.log", []string{"lower server.max_model_len to at most 5632"}},
+		{"vllm_kv_cache_v1_no_estimate.log", []string{"cannot hold one request of max_model_len 32768", "4.00 GiB", "0.02 GiB", "lower server.max_model_len", "--gpu-memory-utilization"}},
+		{"vllm_free_memory.log", []string{"only 5.12 of 22.05 GiB", "--gpu-memory-utilization 0.9", "to at most 0.23 in server.args"}},
 		{"vllm_oom_t4.log", []string{"ran out of memory", "lower gpu memory use", "smaller model"}},
 		{"sglang_oom.log", []string{"ran out of memory"}},
 		{"vllm_port_in_use.log", []string{"port 8000 on 127.0.0.1 is taken", "server.port: 0"}},

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -64,6 +66,45 @@ var hintRules = []hintRule{
 				of = " " + m[1]
 			}
 			return fmt.Sprintf("the KV cache is too small for max_model_len%s: %s to at most %s%s", of, in.lowerContext(), m[2], in.moreKVMemory())
+		},
+	},
+	{
+		// vLLM V1 when it cannot estimate a length that fits (the estimate is 0, so the
+		// sentence with it is left out): "To serve at least one request with the models's max
+		// seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV
+		// cache memory (0.12 GiB). Try increasing ..." (vllm/v1/core/kv_cache_utils.py,
+		// check_enough_kv_cache_memory, 0.9 to 0.11). Lines with the estimate match the rule
+		// above first.
+		name: "kv-cache",
+		keys: []string{"KV cache is needed"},
+		re:   regexp.MustCompile(`(?:max seq len \((\d+)\), )?\(?([0-9.]+) GiB KV cache is needed, which is larger than the available KV cache memory \(([0-9.]+) GiB\)`),
+		text: func(m []string, in hintInfo) string {
+			of := ""
+			if m[1] != "" {
+				of = " " + m[1]
+			}
+			return fmt.Sprintf("the KV cache cannot hold one request of max_model_len%s (it needs %s GiB, %s GiB is available): %s%s, or use a smaller model", of, m[2], m[3], in.lowerContext(), in.moreKVMemory())
+		},
+	},
+	{
+		// vLLM V1 at start-up, before it loads anything, when other processes hold GPU memory:
+		// "Free memory on device cuda:0 (7.34/15.49 GiB) on startup is less than desired GPU
+		// memory utilization (0.8, 12.39 GiB). Decrease GPU memory utilization or reduce GPU
+		// memory used by other processes." (vllm/v1/worker/gpu_worker.py, init_device, 0.10 to
+		// 0.11; older releases leave out the device name).
+		name: "gpu-memory",
+		keys: []string{"is less than desired GPU memory utilization"},
+		re:   regexp.MustCompile(`Free memory on device(?: \S+)? \(([0-9.]+)/([0-9.]+) GiB\) on startup is less than desired GPU memory utilization \(([0-9.]+), ([0-9.]+) GiB\)`),
+		text: func(m []string, in hintInfo) string {
+			free, _ := strconv.ParseFloat(m[1], 64)
+			total, _ := strconv.ParseFloat(m[2], 64)
+			most := ""
+			if total > 0 && free > 0 {
+				// Two decimals, rounded down: the fraction of the whole GPU that is free now.
+				most = fmt.Sprintf(" to at most %.2f", math.Floor(free/total*100)/100)
+			}
+			where := in.argvOr("the server's arguments")
+			return fmt.Sprintf("only %s of %s GiB of GPU memory is free at start-up, less than --gpu-memory-utilization %s asks for (%s GiB): stop the other processes that use the GPU (nvidia-smi lists them), or lower --gpu-memory-utilization%s in %s", m[1], m[2], m[3], m[4], most, where)
 		},
 	},
 	{

@@ -68,6 +68,9 @@ type Launch struct {
 	// VersionPath is a GET path whose JSON object carries the engine version in a "version" (or
 	// "build_info") string; empty when the engine reports none.
 	VersionPath string
+	// VersionFallbacks are further GET paths tried in turn when VersionPath does not answer
+	// (SGLang renamed /get_server_info to /server_info).
+	VersionFallbacks []string
 	// ResetPath is a POST path that empties the engine's prefix cache; empty when there is none.
 	// Start probes it once the server is ready, and CanResetCache reports whether it answered.
 	ResetPath string
@@ -75,6 +78,13 @@ type Launch struct {
 	// unload the model and load it again). Start probes it once the server is ready, as it does
 	// ResetPath; ResetPath is not used when Reset is set.
 	Reset func(ctx context.Context, h *Hook) error
+	// ResetFields are request body fields that keep a measured request from reusing the prefix
+	// cache; with cache: reset the runner merges them into every request (llama-server:
+	// "cache_prompt": false). Reset, when set too, is still probed once the server is ready.
+	ResetFields map[string]any
+	// ResetMechanism says in words how the preset empties the cache, for the records, e.g.
+	// "POST /reset_prefix_cache"; empty means ResetPath's "POST <path>".
+	ResetMechanism string
 	// AfterReady, when set, runs once the ready paths answer and before the server counts as
 	// ready: register and preload a model, warm a cache. Its time counts in the boot time.
 	AfterReady func(ctx context.Context, h *Hook) error
@@ -182,7 +192,7 @@ func (h *Hook) do(ctx context.Context, method, path string, body io.Reader) ([]b
 		if loc := openai.Location(resp); resp.StatusCode/100 == 3 {
 			return b, fmt.Errorf("%s: %s %s: %s, a redirect to %s, which the runner does not follow", h.Engine, method, path, resp.Status, orNone(loc))
 		}
-		return b, fmt.Errorf("%s: %s %s: %s: %s", h.Engine, method, path, resp.Status, excerpt(b, 200))
+		return b, &StatusError{Status: resp.StatusCode, msg: fmt.Sprintf("%s: %s %s: %s: %s", h.Engine, method, path, resp.Status, excerpt(b, 200))}
 	}
 	b, err := openai.ReadBody(resp.Body, openai.MaxJSONBody, fmt.Sprintf("the %s %s answer", method, path))
 	if err != nil {
@@ -190,6 +200,15 @@ func (h *Hook) do(ctx context.Context, method, path string, body io.Reader) ([]b
 	}
 	return b, nil
 }
+
+// StatusError is an answer of a Hook request with a status other than 2xx or 3xx.
+type StatusError struct {
+	Status int // the HTTP status code
+	msg    string
+}
+
+// Error names the request, the status and the start of the body.
+func (e *StatusError) Error() string { return e.msg }
 
 // orNone names a missing redirect target.
 func orNone(loc string) string {

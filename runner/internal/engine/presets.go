@@ -44,6 +44,7 @@ func vllmPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{"/health", "/v1/models"},
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
+		Reset:       resetWhenIdle("/reset_prefix_cache"),
 		APIKey:      apiKey(srv),
 		Notes:       ignored(srv, "vllm"),
 	}, nil
@@ -66,19 +67,24 @@ func sglangPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	argv = append(argv, srv.Args...)
 	return &Launch{
-		Argv:        argv,
-		BaseURL:     t.URL(),
-		ReadyPaths:  []string{"/health", "/v1/models"},
-		VersionPath: "/get_server_info",
-		ResetPath:   "/flush_cache",
-		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "sglang"),
+		Argv:       argv,
+		BaseURL:    t.URL(),
+		ReadyPaths: []string{"/health", "/v1/models"},
+		// SGLang deprecated /get_server_info for /server_info (http_server.py, v0.4.7 and
+		// later); older releases answer only the first.
+		VersionPath:      "/server_info",
+		VersionFallbacks: []string{"/get_server_info"},
+		ResetPath:        "/flush_cache",
+		Reset:            sglangReset,
+		APIKey:           apiKey(srv),
+		Notes:            ignored(srv, "sglang"),
 	}, nil
 }
 
 // llamaCppPreset runs llama.cpp's `llama-server -m MODEL --host H --port P`, with -c from
 // server.max_model_len. /health answers 503 while the model loads. The GGUF file fixes the
-// weights' type, so server.dtype does not apply.
+// weights' type, so server.dtype does not apply. cache: reset sends "cache_prompt": false with
+// every request (see llamacpp.go).
 func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.Model == "" {
 		return nil, errors.New("server.model is required (the path of a GGUF file)")
@@ -89,12 +95,15 @@ func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 	}
 	argv = append(argv, srv.Args...)
 	return &Launch{
-		Argv:        argv,
-		BaseURL:     t.URL(),
-		ReadyPaths:  []string{"/health", "/v1/models"},
-		VersionPath: "/props",
-		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "llamacpp"),
+		Argv:           argv,
+		BaseURL:        t.URL(),
+		ReadyPaths:     []string{"/health", "/v1/models"},
+		VersionPath:    "/props",
+		Reset:          llamaReset(),
+		ResetFields:    llamaResetFields,
+		ResetMechanism: llamaResetMechanism,
+		APIKey:         apiKey(srv),
+		Notes:          ignored(srv, "llamacpp"),
 	}, nil
 }
 
@@ -152,6 +161,7 @@ func simPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{"/health", "/v1/models"},
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
+		Reset:       resetWhenIdle("/reset_prefix_cache"),
 		APIKey:      apiKey(srv),
 		Notes:       ignored(srv, "sim"),
 	}, nil
@@ -197,6 +207,7 @@ func endpointPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ReadyPaths:  []string{ready},
 		VersionPath: "/version",
 		ResetPath:   "/reset_prefix_cache",
+		Reset:       resetWhenIdle("/reset_prefix_cache"),
 		APIKey:      key,
 		Notes:       ignored(srv, "endpoint"),
 	}, nil

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -306,6 +308,13 @@ func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, erro
 	s.serverEnv = env
 	argv0 := s.launch.Argv[0]
 	path, err := lookPath(argv0, env)
+	if err != nil && argv0 == "python" {
+		// Many images have python3 and no python: take it, as a user typing the command would.
+		if p, err3 := lookPath("python3", env); err3 == nil {
+			path, err, argv0 = p, nil, "python3"
+			s.launch.Argv[0], s.argv[0] = argv0, argv0
+		}
+	}
 	if err != nil {
 		s.cleanupDir()
 		return nil, &BootError{Engine: s.engine, Reason: "cannot start: " + err.Error(),
@@ -400,6 +409,8 @@ func (s *Server) bootFailed(err error) error {
 	}
 	if h := s.log.hints.hint(); h != "" {
 		be.Hint = h
+	} else if f.exited && be.ExitCode == 0 {
+		be.Hint = exitZeroHint(s.engine, s.launch.Argv)
 	}
 	return be
 }
@@ -430,12 +441,16 @@ func (s *Server) finishBoot(ctx context.Context) error {
 	} else {
 		s.model = s.modelFromList(qctx, h)
 	}
-	if p := s.launch.VersionPath; p != "" {
-		if b, err := h.Get(qctx, p); err != nil {
-			s.log.note("version unknown: %v", err)
-		} else {
-			s.version = parseVersion(b)
+	for i, p := range s.versionPaths() {
+		b, err := h.Get(qctx, p)
+		if err != nil {
+			if i == len(s.versionPaths())-1 {
+				s.log.note("version unknown: %v", err)
+			}
+			continue
 		}
+		s.version = parseVersion(b)
+		break
 	}
 	if s.launch.Reset != nil || s.launch.ResetPath != "" {
 		if err := s.reset(qctx, h); err != nil {
@@ -452,6 +467,15 @@ func (s *Server) finishBoot(ctx context.Context) error {
 	s.log.note("ready after %s at %s (model %q, version %q)", s.bootTime.Round(time.Millisecond), s.baseURL, s.model, s.version)
 	fmt.Fprintf(s.progress, "%s: ready after %s at %s\n", s.engine, s.bootTime.Round(100*time.Millisecond), s.baseURL)
 	return nil
+}
+
+// versionPaths returns the launch's version paths, the first that answers counting.
+func (s *Server) versionPaths() []string {
+	var out []string
+	if s.launch.VersionPath != "" {
+		out = append(out, s.launch.VersionPath)
+	}
+	return append(out, s.launch.VersionFallbacks...)
 }
 
 // hook returns what AfterReady and ServedModel may use.
@@ -843,6 +867,31 @@ func (s *Server) Redact(text string) string { return s.red.String(text) }
 // request Start sent once the server was ready).
 func (s *Server) CanResetCache() bool { return s.canReset }
 
+// CacheResetMechanism says how ResetCache empties the cache, e.g. "POST /reset_prefix_cache",
+// or, for llama-server, that every request asks not to reuse it; "" when the server offers no
+// reset.
+func (s *Server) CacheResetMechanism() string {
+	switch {
+	case !s.canReset:
+		return ""
+	case s.launch.ResetMechanism != "":
+		return s.launch.ResetMechanism
+	case s.launch.ResetPath != "":
+		return "POST " + s.launch.ResetPath
+	}
+	return "engine-specific reset"
+}
+
+// CacheResetFields returns the request body fields that, with cache: reset, every measured
+// request must carry so that the server does not reuse its cache (llama-server:
+// {"cache_prompt": false}); nil when the reset needs none or the server offers no reset.
+func (s *Server) CacheResetFields() map[string]any {
+	if !s.canReset || len(s.launch.ResetFields) == 0 {
+		return nil
+	}
+	return maps.Clone(s.launch.ResetFields)
+}
+
 // ResetCache empties the server's prefix cache.
 func (s *Server) ResetCache(ctx context.Context) error {
 	if !s.canReset {
@@ -866,6 +915,17 @@ func (s *Server) reset(ctx context.Context, h *Hook) error {
 // LogTail returns the last lines the server printed, secrets redacted.
 func (s *Server) LogTail() []string { return s.log.lines() }
 
+// exitZeroHint says what to do about a server that exited with status 0 before it was ready:
+// it ran and ended as if asked to. vLLM deprecated `python -m vllm.entrypoints.openai.api_server`
+// for `vllm serve`, and in recent trees the module no longer starts a server when run with -m
+// (vllm/entrypoints/openai/api_server.py keeps its functions for `vllm serve`).
+func exitZeroHint(engine string, argv []string) string {
+	if engine == "vllm" && slices.Contains(argv, "vllm.entrypoints.openai.api_server") {
+		return "python -m vllm.entrypoints.openai.api_server exited at once with status 0: this vLLM release no longer starts a server that way; remove server.entrypoint (the default is vllm serve)"
+	}
+	return "the server ended by itself with status 0 before it answered: check that its command line starts a server that stays up (a --help or --version in it, a wrapper that forks and exits)"
+}
+
 // missingHint says what to do when an engine's executable is not on PATH.
 func missingHint(engine, argv0 string) string {
 	switch {
@@ -875,6 +935,13 @@ func missingHint(engine, argv0 string) string {
 		return "no python on PATH: activate the environment that has the engine installed, or set server.env.PATH"
 	}
 	return fmt.Sprintf("%s is not on PATH: install it, or set server.env.PATH to the directory that holds it", argv0)
+}
+
+// pythonThree reports whether python3 is on the PATH of env, which Start takes when python is
+// not.
+func pythonThree(env []string) bool {
+	_, err := lookPath("python3", env)
+	return err == nil
 }
 
 // mergeEnv returns base (KEY=VALUE) with the variables of each layer set in turn, later layers
@@ -986,7 +1053,8 @@ func Preflight(srv experiment.Server, executable string) error {
 		return nil
 	}
 	argv0 := l.Argv[0]
-	if _, err := lookPath(argv0, mergeEnv(os.Environ(), l.Env, srv.Env)); err != nil {
+	env := mergeEnv(os.Environ(), l.Env, srv.Env)
+	if _, err := lookPath(argv0, env); err != nil && !(argv0 == "python" && pythonThree(env)) {
 		return &BootError{Engine: name, Reason: "cannot start: " + err.Error(), Hint: missingHint(name, argv0), ExitCode: -1}
 	}
 	return nil

@@ -93,14 +93,15 @@ var table = []Engine{
 		CanReset:     true,
 	},
 	{
-		// llama-server: the GGUF file fixes the weights' type, and there is no cache reset.
+		// llama-server: the GGUF file fixes the weights' type. It has no whole-cache reset:
+		// cache: reset asks every request not to reuse the cache ("cache_prompt": false).
 		Name: "llamacpp", Boots: true,
 		Fields:       boot("model", "max_model_len", "ready_timeout"),
 		Passes:       boot("model", "max_model_len", "api_key_env"),
 		Requires:     []string{"model"},
 		Defaults:     map[string]string{"host": DefaultHost},
 		ReadyTimeout: DefaultReadyTimeout,
-		KeyEnv:       "LLAMA_API_KEY",
+		CanReset:     true, KeyEnv: "LLAMA_API_KEY",
 	},
 	{
 		// ollama is configured through its environment: server.args is accepted and ignored.

@@ -71,7 +71,7 @@ func TestLookup(t *testing.T) {
 		argv           string
 	}{
 		{name: "vllm", ok: true, boots: true, can: true, argv: "server.args"},
-		{name: "llamacpp", ok: true, boots: true, argv: "server.args"},
+		{name: "llamacpp", ok: true, boots: true, can: true, argv: "server.args"}, // by "cache_prompt": false
 		{name: "ollama", ok: true, boots: true, can: true, argv: ""},
 		{name: "command", ok: true, boots: true, argv: "server.command or server.args"},
 		{name: "endpoint", ok: true, can: true, argv: ""},

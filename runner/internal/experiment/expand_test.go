@@ -156,10 +156,11 @@ func TestCacheDefault(t *testing.T) {
 		{"ollama", head + "server:\n  engine: ollama\n  model: m.gguf\n" + okRequest, []string{"reset"}},
 		{"endpoint", head + "server:\n  engine: endpoint\n  model: m\n  url: http://h:8000\n" + okRequest, []string{"reset"}},
 		{"command", head + command + okRequest, []string{"keep"}},
-		{"llamacpp", head + "server:\n  engine: llamacpp\n  model: m.gguf\n" + okRequest, []string{"keep"}},
+		{"llamacpp", head + "server:\n  engine: llamacpp\n  model: m.gguf\n" + okRequest, []string{"reset"}},
 		{"vllm without dev mode", head + "server:\n  model: m\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest, []string{"keep"}},
 		{"sim without dev mode but the flag", head + "server:\n  engine: sim\n  args: [--dev-mode]\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest, []string{"reset"}},
-		{"engine axis", head + "server:\n  model: m.gguf\n" + okRequest + "matrix:\n  server.engine: [sglang, llamacpp]\n", []string{"reset", "keep"}},
+		{"engine axis", head + "server:\n  model: m.gguf\n" + okRequest + "matrix:\n  server.engine: [sglang, vllm]\n", []string{"reset", "reset"}},
+		{"engine axis without dev mode", head + "server:\n  model: m\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest + "matrix:\n  server.engine: [sglang, vllm]\n", []string{"reset", "keep"}},
 		{"explicit keep", head + command + okRequest + "cache: keep\n", []string{"keep"}},
 	}
 	for _, tc := range tests {

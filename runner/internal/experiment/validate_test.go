@@ -190,9 +190,9 @@ var validationCases = []struct {
 	{"entrypoint on sglang", head + "server:\n  engine: sglang\n  model: m\n  entrypoint: serve\n" + okRequest, []string{"6:15: server.entrypoint: does not apply to engine sglang; it is for vllm"}, false},
 
 	{"cache reset on command", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n" + okRequest + "cache: reset\n",
-		[]string{"10:8: cache: engine command cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (vllm, sglang, ollama, sim)"}, false},
-	{"cache reset on a swept engine", head + "server:\n  model: m.gguf\n" + okRequest + "cache: reset\nmatrix:\n  server.engine: [vllm, llamacpp]\n",
-		[]string{"8:8: cache: engine llamacpp cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (vllm, sglang, ollama, sim) (config engine=llamacpp)"}, false},
+		[]string{"10:8: cache: engine command cannot empty its prefix cache: set cache: keep (its default), or use an engine that can (vllm, sglang, llamacpp, ollama, sim)"}, false},
+	{"cache reset on a swept engine", head + "server:\n  model: m\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest + "cache: reset\nmatrix:\n  server.engine: [sglang, vllm]\n",
+		[]string{"9:8: cache: engine vllm empties its prefix cache only with VLLM_SERVER_DEV_MODE=1, and server.env sets it to \"0\": set cache: keep, or leave VLLM_SERVER_DEV_MODE out of server.env (config engine=vllm)"}, false},
 	{"cache axis on command", head + "server:\n  engine: command\n  model: m\n  command: [srv, \"{port}\"]\n" + okRequest + "matrix:\n  cache: [keep, reset]\n",
 		[]string{"11:17: matrix.cache[1]: engine command cannot empty its prefix cache"}, false},
 	{"cache reset without dev mode", head + "server:\n  model: m\n  env: {VLLM_SERVER_DEV_MODE: \"0\"}\n" + okRequest + "cache: reset\n",

@@ -197,20 +197,46 @@ type TokenizeResult struct {
 // Tokenize calls POST /tokenize.
 func (c *Client) Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeResult, error) {
 	var out struct {
-		Count       *int  `json:"count"`
-		MaxModelLen int   `json:"max_model_len"`
-		Tokens      []int `json:"tokens"`
+		Count       *int        `json:"count"`
+		MaxModelLen json.Number `json:"max_model_len"`
+		Tokens      []int       `json:"tokens"`
 	}
 	if err := c.getJSON(ctx, http.MethodPost, "/tokenize", req, &out); err != nil {
 		return TokenizeResult{}, err
 	}
-	r := TokenizeResult{MaxModelLen: out.MaxModelLen, Tokens: out.Tokens, Count: len(out.Tokens)}
+	r := TokenizeResult{MaxModelLen: contextLength(out.MaxModelLen), Tokens: out.Tokens, Count: len(out.Tokens)}
 	if out.Count != nil {
 		r.Count = *out.Count
 	} else if out.Tokens == nil {
 		return TokenizeResult{}, fmt.Errorf("openai: POST /tokenize: the response has neither count nor tokens")
 	}
 	return r, nil
+}
+
+// maxContextLength is the largest context length taken as a real limit: 2^31-1 tokens. Above
+// it a server means "no limit".
+const maxContextLength = 1<<31 - 1
+
+// contextLength reads a max_model_len as a server sends it: any JSON number. SGLang's /tokenize
+// (python/sglang/srt/entrypoints/openai/serving_tokenize.py, v0.4.7 to v0.5.x) sends its
+// tokenizer's model_max_length, which transformers sets to int(1e30) when the model names no
+// limit. A number that is no positive whole count up to maxContextLength (or no number at all)
+// reads as 0, "not reported", so that the answer is never refused for it.
+func contextLength(n json.Number) int {
+	if n == "" {
+		return 0
+	}
+	if i, err := n.Int64(); err == nil {
+		if i > 0 && i <= maxContextLength {
+			return int(i)
+		}
+		return 0
+	}
+	f, err := n.Float64()
+	if err != nil || f <= 0 || f > maxContextLength || f != float64(int64(f)) {
+		return 0
+	}
+	return int(f)
 }
 
 // Model is one entry of GET /v1/models.
@@ -225,9 +251,9 @@ type Model struct {
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	var out struct {
 		Data []struct {
-			ID          string `json:"id"`
-			Root        string `json:"root"`
-			MaxModelLen int    `json:"max_model_len"`
+			ID          string      `json:"id"`
+			Root        string      `json:"root"`
+			MaxModelLen json.Number `json:"max_model_len"`
 		} `json:"data"`
 	}
 	if err := c.getJSON(ctx, http.MethodGet, "/v1/models", nil, &out); err != nil {
@@ -235,7 +261,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	}
 	models := make([]Model, 0, len(out.Data))
 	for _, d := range out.Data {
-		models = append(models, Model{ID: d.ID, Root: d.Root, MaxModelLen: d.MaxModelLen})
+		models = append(models, Model{ID: d.ID, Root: d.Root, MaxModelLen: contextLength(d.MaxModelLen)})
 	}
 	return models, nil
 }
@@ -279,4 +305,31 @@ func (c *Client) Metrics(ctx context.Context) (*Metrics, error) {
 		return nil, fmt.Errorf("openai: GET /metrics: %w", err)
 	}
 	return m, nil
+}
+
+// ChatPromptTokens sends text as one user message in a non-streamed chat request for one token
+// and returns usage.prompt_tokens: the prompt as the server bills a chat request, its chat
+// template included. It is how the runner learns the template's overhead from a server whose
+// /tokenize takes no messages (SGLang, whose TokenizeRequest has only prompt).
+func (c *Client) ChatPromptTokens(ctx context.Context, model, text string) (int, error) {
+	in := map[string]any{
+		"messages":   []Message{{Role: "user", Content: text}},
+		"max_tokens": 1,
+		"stream":     false,
+	}
+	if model != "" {
+		in["model"] = model
+	}
+	var out struct {
+		Usage *struct {
+			PromptTokens *int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := c.getJSON(ctx, http.MethodPost, Chat.Path(), in, &out); err != nil {
+		return 0, err
+	}
+	if out.Usage == nil || out.Usage.PromptTokens == nil {
+		return 0, fmt.Errorf("openai: POST %s: the response has no usage.prompt_tokens", Chat.Path())
+	}
+	return *out.Usage.PromptTokens, nil
 }

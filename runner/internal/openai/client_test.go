@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -223,5 +224,44 @@ func TestCheckResponse(t *testing.T) {
 	}
 	if _, d := Degrade(he.Status, he.Body, Options{ReturnTokenIDs: true}); d != DropReturnTokenIDs {
 		t.Errorf("Degrade on the HTTPError's body dropped %q", d)
+	}
+}
+
+// TestMaxModelLenAnyNumber: a max_model_len that does not fit an int, or is no whole count,
+// reads as "not reported" and never fails the answer. SGLang's /tokenize answers its
+// tokenizer's model_max_length (python/sglang/srt/entrypoints/openai/serving_tokenize.py,
+// v0.4.7 to v0.5.x), which transformers sets to int(1e30) when a model names no limit, and
+// Python's json writes that integer in full.
+func TestMaxModelLenAnyNumber(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want int
+	}{
+		{"4096", 4096},
+		{"1000000000000000019884624838656", 0}, // int(1e30)
+		{"1e30", 0},
+		{"32768.0", 32768},
+		{"-1", 0}, // SGLang when the tokenizer has no model_max_length attribute
+		{"2.5", 0},
+		{"null", 0},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/tokenize":
+				fmt.Fprintf(w, `{"tokens":[9906],"count":1,"max_model_len":%s}`, tc.raw)
+			case "/v1/models":
+				fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","max_model_len":%s}]}`, tc.raw)
+			}
+		}))
+		c := &Client{BaseURL: srv.URL, HTTP: srv.Client()}
+		r, err := c.Tokenize(context.Background(), TokenizeRequest{Prompt: "hello"})
+		if err != nil || r.Count != 1 || r.MaxModelLen != tc.want {
+			t.Errorf("tokenize max_model_len %s: %+v, %v; want %d", tc.raw, r, err, tc.want)
+		}
+		ms, err := c.Models(context.Background())
+		if err != nil || len(ms) != 1 || ms[0].MaxModelLen != tc.want {
+			t.Errorf("models max_model_len %s: %+v, %v; want %d", tc.raw, ms, err, tc.want)
+		}
+		srv.Close()
 	}
 }

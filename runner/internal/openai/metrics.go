@@ -12,16 +12,30 @@ import (
 )
 
 // The vLLM histograms the runner reads from /metrics, server-side counterparts of its own
-// client-side measurements.
+// client-side measurements, as vLLM's V1 engine names them (vllm/v1/metrics/loggers.py,
+// PrometheusStatLogger).
 const (
-	MetricTTFT    = "vllm:time_to_first_token_seconds"
-	MetricITL     = "vllm:inter_token_latency_seconds"
-	MetricTPOT    = "vllm:time_per_output_token_seconds"
-	MetricE2E     = "vllm:e2e_request_latency_seconds"
+	// MetricTTFT has one observation per request: arrival to first token.
+	MetricTTFT = "vllm:time_to_first_token_seconds"
+	// MetricITL has one observation per gap between consecutive outputs of a request (one
+	// token each without speculative decoding). vLLM 0.10.2 and later.
+	MetricITL = "vllm:inter_token_latency_seconds"
+	// MetricTPOT has one observation per finished request: its decode time divided by its
+	// generated tokens after the first, the per-request mean TPOT. Added in vLLM 0.11
+	// (pull request 24015).
+	MetricTPOT = "vllm:request_time_per_output_token_seconds"
+	// MetricTPOTDeprecated is the older name, which is not per request: it records every
+	// inter-token gap, the same observations as MetricITL. Deprecated in vLLM 0.11, hidden
+	// from 0.12 unless --show-hidden-metrics-for-version=0.11, removed in 0.13.
+	MetricTPOTDeprecated = "vllm:time_per_output_token_seconds"
+	// MetricE2E has one observation per finished request: arrival to last token.
+	MetricE2E = "vllm:e2e_request_latency_seconds"
+	// MetricPrefill has one observation per finished request: its time in prefill.
 	MetricPrefill = "vllm:request_prefill_time_seconds"
 )
 
-// VLLMHistograms lists the histograms above.
+// VLLMHistograms lists the histograms above that a current vLLM serves; the deprecated per-gap
+// name is not among them.
 var VLLMHistograms = []string{MetricTTFT, MetricITL, MetricTPOT, MetricE2E, MetricPrefill}
 
 // Label is one label of a sample.

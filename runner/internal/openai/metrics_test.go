@@ -90,7 +90,7 @@ func TestParseMetricsExcerpts(t *testing.T) {
 	}
 
 	frag := parseFile(t, "untyped_fragment.prom")
-	h = frag.Find(MetricTPOT)
+	h = frag.Find(MetricTPOTDeprecated)
 	if len(h) != 1 || h[0].Sum != 12.5 || h[0].Count != 31 || fmtBuckets(h[0].Buckets) != "2.5:30 5:31 +Inf:31" {
 		t.Fatalf("untyped fragment: %+v", h)
 	}

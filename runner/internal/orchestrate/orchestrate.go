@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -343,7 +344,11 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 			}
 		}
 		if resetOK {
-			spec := measure.Spec{Params: params(c, srv.Model(), prompts), Timeout: c.Timeouts.Request}
+			p := params(c, srv.Model(), prompts)
+			if reset {
+				p = withResetFields(p, srv.CacheResetFields())
+			}
+			spec := measure.Spec{Params: p, Timeout: c.Timeouts.Request}
 			rec, err = client.Do(ctx, spec)
 			if err != nil {
 				return err
@@ -410,7 +415,11 @@ func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client 
 				return ctx.Err()
 			}
 		}
-		rec, err := client.Do(ctx, measure.Spec{Params: params(c, srv.Model(), prompts), Timeout: c.Timeouts.Request})
+		p := params(c, srv.Model(), prompts)
+		if reset {
+			p = withResetFields(p, srv.CacheResetFields())
+		}
+		rec, err := client.Do(ctx, measure.Spec{Params: p, Timeout: c.Timeouts.Request})
 		if err != nil {
 			return err
 		}
@@ -513,6 +522,7 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 		Argv:          srv.Argv(),
 		BootStart:     bootStart.UTC(),
 		BootSeconds:   &boot,
+		CacheReset:    srv.CacheResetMechanism(),
 	}
 }
 
@@ -597,6 +607,19 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 // params builds the request body parameters of a config.
+// withResetFields returns p with the fields that keep the server from reusing its cache
+// (llama-server: "cache_prompt": false) added to its extra body fields; a field the experiment
+// sets itself in request.extra wins.
+func withResetFields(p openai.Params, fields map[string]any) openai.Params {
+	if len(fields) == 0 {
+		return p
+	}
+	extra := maps.Clone(fields)
+	maps.Copy(extra, p.Extra)
+	p.Extra = extra
+	return p
+}
+
 func params(c experiment.Config, model string, prompts map[promptKey]string) openai.Params {
 	r := c.Request
 	prompt := r.Prompt

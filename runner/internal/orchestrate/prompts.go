@@ -27,13 +27,19 @@ func serverTokenizes(ctx context.Context, api *openai.Client, model string) bool
 	return err == nil && r.Count > 0
 }
 
+// chatProbe is the text the chat counters are probed with.
+const chatProbe = "hello"
+
 // preparePrompts synthesises a prompt of exactly N tokens for every prompt_tokens value of the
 // group's configs. With a server that tokenizes, N is counted as the server bills the prompt in
 // usage.prompt_tokens: a completions prompt with its special tokens (BOS), a chat prompt as one
 // user message inside the chat template with the generation prompt. Without one, tiktoken counts
 // the text, an approximation that the records show next to the prompt tokens the server reports.
+// A chat prompt is counted the first way chatCounter finds that works, so that a server whose
+// /tokenize takes no messages still gets its prompts, and no way fails the group.
 func preparePrompts(ctx context.Context, g group, api *openai.Client, model string, tk *tokens.Tiktoken, server bool) (map[promptKey]string, error) {
 	out := map[promptKey]string{}
+	var chat tokens.Counter // chosen once, for the first chat config
 	for _, c := range g.configs {
 		k := promptKey{api: c.Request.API, n: c.Request.PromptTokens}
 		if k.n <= 0 {
@@ -43,8 +49,14 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 			continue
 		}
 		var counter tokens.Counter = tk
-		if server {
-			counter = serverCounter(api, model, k.api)
+		switch {
+		case server && k.api == string(openai.Chat):
+			if chat == nil {
+				chat = chatCounter(ctx, api, model, tk)
+			}
+			counter = chat
+		case server:
+			counter = completionsCounter(api, model)
 		}
 		text, _, err := tokens.Synthesize(ctx, counter, k.n, 0)
 		if err != nil {
@@ -55,19 +67,62 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 	return out, nil
 }
 
-// serverCounter counts with the server's /tokenize as the server counts a prompt of the route.
-func serverCounter(api *openai.Client, model, route string) tokens.Counter {
+// completionsCounter counts with the server's /tokenize as the server counts a /v1/completions
+// prompt: with its special tokens.
+func completionsCounter(api *openai.Client, model string) tokens.Counter {
 	yes := true
 	return &tokens.Server{
 		Label: "server /tokenize",
 		Tokenize: func(ctx context.Context, text string) (int, error) {
-			req := openai.TokenizeRequest{Model: model, Prompt: text, AddSpecialTokens: &yes}
-			if route == string(openai.Chat) {
-				req = openai.TokenizeRequest{Model: model, Messages: []openai.Message{{Role: "user", Content: text}},
-					AddGenerationPrompt: &yes}
-			}
-			r, err := api.Tokenize(ctx, req)
+			r, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: model, Prompt: text, AddSpecialTokens: &yes})
 			return r.Count, err
+		},
+	}
+}
+
+// chatCounter returns the counter of chat prompts, the first of these that the server answers:
+//
+//  1. /tokenize with messages, which applies the chat template (vLLM: TokenizeChatRequest in
+//     vllm/entrypoints/openai/protocol.py, 0.5 and later);
+//  2. /tokenize of the bare text, without special tokens, plus the chat template's overhead,
+//     measured once as the usage.prompt_tokens of a one-token chat request for a probe minus
+//     the bare count of that probe. SGLang's /tokenize takes only prompt
+//     (python/sglang/srt/entrypoints/openai/serving_tokenize.py, v0.4.7 to v0.5.x) and refuses
+//     messages with 400;
+//  3. tiktoken, the documented approximation, when neither works.
+//
+// The probes are bounded in time; the counter's name says which way was chosen.
+func chatCounter(ctx context.Context, api *openai.Client, model string, tk *tokens.Tiktoken) tokens.Counter {
+	yes, no := true, false
+	messages := func(ctx context.Context, text string) (int, error) {
+		r, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: model, Messages: []openai.Message{{Role: "user", Content: text}},
+			AddGenerationPrompt: &yes})
+		return r.Count, err
+	}
+	bare := func(ctx context.Context, text string) (int, error) {
+		r, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: model, Prompt: text, AddSpecialTokens: &no})
+		return r.Count, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// A server that ignores messages counts an empty prompt: no count is no answer.
+	if n, err := messages(pctx, chatProbe); err == nil && n > 0 {
+		return &tokens.Server{Label: "server /tokenize (messages)", Tokenize: messages}
+	}
+	probe, err := bare(pctx, chatProbe)
+	if err != nil || probe <= 0 {
+		return tk
+	}
+	billed, err := api.ChatPromptTokens(pctx, model, chatProbe)
+	if err != nil || billed < probe {
+		return tk
+	}
+	overhead := billed - probe
+	return &tokens.Server{
+		Label: fmt.Sprintf("server /tokenize (prompt) + %d chat template tokens", overhead),
+		Tokenize: func(ctx context.Context, text string) (int, error) {
+			n, err := bare(ctx, text)
+			return n + overhead, err
 		},
 	}
 }

@@ -2,12 +2,17 @@ package orchestrate
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
+	"github.com/onelayerdown/runner/runner/internal/tokens"
 )
 
 // TestServerTokenizes checks which /tokenize answers make the server's tokenizer the one that
@@ -40,5 +45,135 @@ func TestServerTokenizes(t *testing.T) {
 				t.Errorf("serverTokenizes = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// fakeTokenizer answers /tokenize and non-streamed chat the way the servers the runner meets
+// do, counting one token per space-separated word. A chat template adds 5 tokens around the
+// message and the generation prompt; a completions prompt gets one BOS token when
+// add_special_tokens is true (both servers' default).
+type fakeTokenizer struct {
+	messages bool // /tokenize takes messages (vLLM); otherwise only prompt (SGLang)
+	chat     bool // /v1/chat/completions answers
+	chats    int  // chat requests received
+}
+
+func (f *fakeTokenizer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Prompt           *string `json:"prompt"`
+		Messages         []struct{ Content string }
+		AddSpecialTokens *bool `json:"add_special_tokens"`
+		MaxTokens        int   `json:"max_tokens"`
+	}
+	json.NewDecoder(r.Body).Decode(&in)
+	words := func(s string) int { return len(strings.Fields(s)) }
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/tokenize":
+		var n int
+		switch {
+		case len(in.Messages) > 0 && f.messages:
+			n = words(in.Messages[0].Content) + 5
+		case in.Prompt == nil:
+			// SGLang's TokenizeRequest requires prompt (serving_tokenize.py, v0.5): a body with
+			// only messages fails validation, which its server answers with 400.
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"object":"error","message":"[{'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required'}]","type":"BadRequestError","param":null,"code":400}`)
+			return
+		default:
+			n = words(*in.Prompt)
+			if in.AddSpecialTokens == nil || *in.AddSpecialTokens {
+				n++
+			}
+		}
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = "7"
+		}
+		// SGLang reports its tokenizer's model_max_length: int(1e30) for a model without one.
+		fmt.Fprintf(w, `{"tokens":[%s],"count":%d,"max_model_len":1000000000000000019884624838656}`, strings.Join(ids, ","), n)
+	case "/v1/chat/completions":
+		f.chats++
+		if !f.chat || in.MaxTokens != 1 {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d}}`,
+			words(in.Messages[0].Content)+5, words(in.Messages[0].Content)+6)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestPreparePromptsChat checks that a chat config with prompt_tokens gets a prompt of exactly
+// that many billed tokens from a server whose /tokenize takes messages (vLLM), from one whose
+// /tokenize takes only prompt (SGLang: the bare count plus the chat template's overhead,
+// measured once with a one-token chat request), and falls back to tiktoken, without failing,
+// when neither way answers.
+func TestPreparePromptsChat(t *testing.T) {
+	tk, err := tokens.NewTiktoken("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(api string, n int) experiment.Config {
+		return experiment.Config{Label: api, Request: experiment.Request{API: api, PromptTokens: n}}
+	}
+	g := group{configs: []experiment.Config{cfg("chat", 40), cfg("chat", 60), cfg("completions", 40)}}
+	for _, tc := range []struct {
+		name      string
+		fake      fakeTokenizer
+		wantChats int  // chat requests: the overhead probe only
+		billed    bool // the chat prompt has exactly N tokens as the fake server bills it
+	}{
+		{"vllm messages", fakeTokenizer{messages: true, chat: true}, 0, true},
+		{"sglang prompt only", fakeTokenizer{chat: true}, 1, true},
+		{"neither", fakeTokenizer{}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.fake
+			ts := httptest.NewServer(&f)
+			defer ts.Close()
+			api := &openai.Client{BaseURL: ts.URL}
+			out, err := preparePrompts(context.Background(), g, api, "m", tk, true)
+			if err != nil {
+				t.Fatalf("preparePrompts: %v", err)
+			}
+			if f.chats != tc.wantChats {
+				t.Errorf("%d chat requests, want %d", f.chats, tc.wantChats)
+			}
+			for _, n := range []int{40, 60} {
+				text := out[promptKey{api: "chat", n: n}]
+				if text == "" {
+					t.Fatalf("no chat prompt of %d tokens", n)
+				}
+				if got := len(strings.Fields(text)) + 5; tc.billed && got != n {
+					t.Errorf("chat prompt of %d tokens is billed %d", n, got)
+				}
+			}
+			if got := len(strings.Fields(out[promptKey{api: "completions", n: 40}])) + 1; got != 40 {
+				t.Errorf("completions prompt of 40 tokens is billed %d", got)
+			}
+		})
+	}
+}
+
+// TestWithResetFields checks that the fields a reset needs (llama-server's "cache_prompt":
+// false) reach the request body, and that the experiment's own request.extra wins.
+func TestWithResetFields(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		extra  map[string]any
+		fields map[string]any
+		want   string
+	}{
+		{"no fields", map[string]any{"top_k": 1}, nil, `"top_k":1`},
+		{"llama-server", nil, map[string]any{"cache_prompt": false}, `"cache_prompt":false`},
+		{"experiment wins", map[string]any{"cache_prompt": true}, map[string]any{"cache_prompt": false}, `"cache_prompt":true`},
+	} {
+		p := withResetFields(openai.Params{API: openai.Chat, Prompt: "hi", Extra: tc.extra}, tc.fields)
+		b, err := openai.Body(p)
+		if err != nil || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: body %s (%v), want %s", tc.name, b, err, tc.want)
+		}
 	}
 }

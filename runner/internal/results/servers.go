@@ -22,6 +22,10 @@ type ServerInfo struct {
 	ExitSignal  string    `json:"exit_signal,omitempty"` // e.g. "terminated", when a signal ended it
 	LogFile     string    `json:"log_file,omitempty"`    // path of its log inside the folder
 	Error       string    `json:"error,omitempty"`       // why it failed to boot or died, in full
+	// CacheReset says how the server's prefix cache is emptied for cache: reset, e.g. "POST
+	// /reset_prefix_cache", or, for llama-server, that every request asks not to reuse it;
+	// empty when the server offers no reset. In the manifest only.
+	CacheReset string `json:"cache_reset,omitempty"`
 }
 
 var serversTable = &table[ServerInfo]{file: ServersFile, cols: []column[ServerInfo]{

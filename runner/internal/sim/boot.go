@@ -126,10 +126,15 @@ func Boot(ctx context.Context, c Config) error {
 		return fail("oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "+
 			"GPU 0 has a total capacity of 14.58 GiB of which 1.06 GiB is free (simulated).")
 	case "kv-cache":
-		// vLLM's own words (vllm/worker/worker.py, raise_if_cache_size_invalid).
-		return fail("kv-cache", fmt.Sprintf("ValueError: The model's max seq len (%d) is larger than the maximum number of tokens "+
-			"that can be stored in KV cache (%d). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "+
-			"initializing the engine.", c.MaxModelLen, c.MaxModelLen/2))
+		// vLLM V1's words (vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory,
+		// 0.9 to 0.11; the V0 sentence "max seq len (N) is larger than the maximum number of
+		// tokens that can be stored in KV cache (M)" went with the V0 engine). The simulated
+		// model needs 128 KiB of KV cache per token and has room for half of max_model_len.
+		needed := float64(c.MaxModelLen) * 128 / (1 << 20)
+		return fail("kv-cache", fmt.Sprintf("ValueError: To serve at least one request with the models's max seq len (%d), "+
+			"(%.2f GiB KV cache is needed, which is larger than the available KV cache memory (%.2f GiB). "+
+			"Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` "+
+			"or decreasing `max_model_len` when initializing the engine.", c.MaxModelLen, needed, needed/2, c.MaxModelLen/2))
 	}
 	log("INFO", "gpu_model_runner.py:1", "Model loading took 0.01 GiB and %.6f seconds", c.BootDelay.Seconds())
 	return nil

@@ -71,8 +71,9 @@ type Config struct {
 	Stamp bool
 	// Faults are injected into every request, before those of its X-Sim-Fault header.
 	Faults []Fault
-	// ErrorFormat is the error body shape: "flat" ({"object":"error","message":...}, vLLM up to
-	// 0.10.0) or "nested" ({"error":{"message":...}}, vLLM 0.10.1 and later).
+	// ErrorFormat is the error body shape: "nested" ({"error":{"message":...}}, vLLM 0.10.1 and
+	// later, whose ErrorResponse in vllm/entrypoints/openai/protocol.py wraps an ErrorInfo), the
+	// default, or "flat" ({"object":"error","message":...}, vLLM up to 0.10.0).
 	ErrorFormat string
 
 	// BootDelay is how long Boot takes before the server may listen, like vLLM loading weights.
@@ -110,7 +111,7 @@ func DefaultConfig() Config {
 		PrefixCaching:  true,
 		BlockSize:      16,
 		CacheBlocks:    4096,
-		ErrorFormat:    "flat",
+		ErrorFormat:    "nested",
 	}
 }
 

@@ -96,8 +96,8 @@ func FuzzGenerateBody(f *testing.F) {
 		case w.Code == 200:
 			return
 		case w.Code >= 400 && w.Code < 500:
-			var e flatError
-			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Object != "error" || e.Code != w.Code {
+			var e nestedError
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Code != w.Code {
 				t.Errorf("HTTP %d with a body that is not a vLLM error: %s", w.Code, w.Body.Bytes())
 			}
 		default:

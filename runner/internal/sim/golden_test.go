@@ -14,6 +14,10 @@ const (
 )
 
 // goldenCases are whole responses, compared byte for byte with testdata/golden/NAME.txt. Run
+// The default error shape is vLLM's nested one (0.10.1 and later): the *_nested cases run with
+// the default, and the older cases whose files hold the flat shape of vLLM up to 0.10.0 are
+// pinned to it with flat.
+//
 // `go test ./runner/internal/sim -run TestGolden -update` to rewrite them after a deliberate change.
 var goldenCases = []struct {
 	name   string
@@ -55,24 +59,22 @@ var goldenCases = []struct {
 		body: `{` + cmplPrompt + `,"max_tokens":40,"min_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`,
 		cfg:  func(c *Config) { c.EOSProbability = 0.25 }},
 	{name: "err_context_length", path: "/v1/completions",
-		body: `{` + cmplPrompt + `,"max_tokens":5000}`},
+		body: `{` + cmplPrompt + `,"max_tokens":5000}`, cfg: flat},
 	{name: "err_context_length_nested", path: "/v1/chat/completions",
-		body: `{` + chatMsgs + `,"max_tokens":5000}`,
-		cfg:  func(c *Config) { c.ErrorFormat = "nested" }},
+		body: `{` + chatMsgs + `,"max_tokens":5000}`},
 	{name: "err_model_not_found", path: "/v1/completions",
-		body: `{"model":"other/model",` + cmplPrompt + `}`},
+		body: `{"model":"other/model",` + cmplPrompt + `}`, cfg: flat},
 	{name: "err_stream_options_without_stream", path: "/v1/completions",
-		body: `{` + cmplPrompt + `,"stream_options":{"include_usage":true}}`},
+		body: `{` + cmplPrompt + `,"stream_options":{"include_usage":true}}`, cfg: flat},
 	{name: "fault_error", path: "/v1/completions",
 		body:   `{` + cmplPrompt + `,"max_tokens":6,"stream":true}`,
-		header: map[string]string{"X-Sim-Fault": "error@2"}},
+		header: map[string]string{"X-Sim-Fault": "error@2"}, cfg: flat},
 	{name: "fault_error_nested", path: "/v1/chat/completions",
 		body:   `{` + chatMsgs + `,"max_tokens":6,"stream":true}`,
-		header: map[string]string{"X-Sim-Fault": "error@2"},
-		cfg:    func(c *Config) { c.ErrorFormat = "nested" }},
+		header: map[string]string{"X-Sim-Fault": "error@2"}},
 	{name: "fault_error_eof", path: "/v1/completions",
 		body:   `{` + cmplPrompt + `,"max_tokens":6,"stream":true}`,
-		header: map[string]string{"X-Sim-Fault": "error-eof@3"}},
+		header: map[string]string{"X-Sim-Fault": "error-eof@3"}, cfg: flat},
 	{name: "fault_malformed", path: "/v1/chat/completions",
 		body:   `{` + chatMsgs + `,"max_tokens":4,"stream":true}`,
 		header: map[string]string{"X-Sim-Fault": "malformed@2"}},
@@ -81,13 +83,13 @@ var goldenCases = []struct {
 		header: map[string]string{"X-Sim-Fault": "truncate@3"}},
 	{name: "fault_refuse", path: "/v1/chat/completions",
 		body:   `{` + chatMsgs + `,"max_tokens":6,"stream":true,"return_token_ids":true}`,
-		header: map[string]string{"X-Sim-Fault": "refuse=return_token_ids"}},
+		header: map[string]string{"X-Sim-Fault": "refuse=return_token_ids"}, cfg: flat},
 	{name: "fault_ignore", path: "/v1/chat/completions",
 		body:   `{` + chatMsgs + `,"max_tokens":3,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`,
 		header: map[string]string{"X-Sim-Fault": "ignore=continuous_usage_stats"}},
 	{name: "fault_status_503", path: "/v1/completions",
 		body:   `{` + cmplPrompt + `,"max_tokens":6,"stream":true}`,
-		header: map[string]string{"X-Sim-Fault": "status=503"}},
+		header: map[string]string{"X-Sim-Fault": "status=503"}, cfg: flat},
 }
 
 func TestGolden(t *testing.T) {
@@ -154,3 +156,6 @@ func textOf(t *testing.T, body []byte) string {
 	}
 	return r.Choices[0].Text
 }
+
+// flat selects the error shape of vLLM up to 0.10.0.
+func flat(c *Config) { c.ErrorFormat = "flat" }

@@ -45,7 +45,7 @@ func (h *histogram) observe(v float64) {
 type metrics struct {
 	mu sync.Mutex
 
-	ttft, itl, tpot, e2e, queue, inference, prefill, decode *histogram
+	ttft, itl, tpot, tpotOld, e2e, queue, inference, prefill, decode *histogram
 
 	promptTokens, generationTokens float64
 	success                        map[string]float64 // by finished_reason
@@ -57,8 +57,14 @@ func newMetrics() *metrics {
 			"Time from a request's arrival to its first generated token, in seconds.", ttftBuckets),
 		itl: newHistogram("vllm:inter_token_latency_seconds",
 			"Time between consecutive generated tokens, in seconds.", itlBuckets),
-		tpot: newHistogram("vllm:time_per_output_token_seconds",
+		// vLLM 0.11 added the per-request histogram (vllm/v1/metrics/loggers.py, pull request
+		// 24015): one observation per finished request, decode time / (generated tokens - 1).
+		tpot: newHistogram("vllm:request_time_per_output_token_seconds",
 			"Mean time per output token after the first, per request, in seconds.", itlBuckets),
+		// The older name records every inter-token gap, like the ITL histogram. vLLM 0.11
+		// still serves it, marked deprecated; 0.12 hides it and 0.13 removed it.
+		tpotOld: newHistogram("vllm:time_per_output_token_seconds",
+			"Time between consecutive generated tokens, in seconds. DEPRECATED: the same as vllm:inter_token_latency_seconds.", itlBuckets),
 		e2e: newHistogram("vllm:e2e_request_latency_seconds",
 			"Time from a request's arrival to its last token, in seconds.", requestBuckets),
 		queue: newHistogram("vllm:request_queue_time_seconds",
@@ -103,6 +109,7 @@ func (m *metrics) finished(t requestTimes) {
 	m.inference.observe((t.prefill + t.decode).Seconds())
 	for _, d := range t.itls {
 		m.itl.observe(d.Seconds())
+		m.tpotOld.observe(d.Seconds())
 	}
 	if t.generated > 1 {
 		m.tpot.observe(t.decode.Seconds() / float64(t.generated-1))
@@ -146,7 +153,7 @@ func (m *metrics) write(w io.Writer, model string, g gauges) error {
 		fmt.Fprintf(&b, "vllm:request_success_total{engine=\"0\",finished_reason=%q,model_name=\"%s\"} %s\n",
 			r, escapeLabel(model), pyFloat(m.success[r]))
 	}
-	for _, h := range []*histogram{m.ttft, m.itl, m.tpot, m.e2e, m.queue, m.inference, m.prefill, m.decode} {
+	for _, h := range []*histogram{m.ttft, m.itl, m.tpot, m.tpotOld, m.e2e, m.queue, m.inference, m.prefill, m.decode} {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s histogram\n", h.name, h.help, h.name)
 		var cum uint64
 		for i, c := range h.counts {

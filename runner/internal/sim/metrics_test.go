@@ -127,13 +127,17 @@ func TestMetrics(t *testing.T) {
 	value("vllm:prefix_cache_hits_total")
 	for _, h := range []string{"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
 		"vllm:e2e_request_latency_seconds", "vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
-		"vllm:request_queue_time_seconds", "vllm:time_per_output_token_seconds"} {
+		"vllm:request_queue_time_seconds", "vllm:request_time_per_output_token_seconds",
+		"vllm:time_per_output_token_seconds"} {
 		if types[h] != "histogram" {
 			t.Errorf("%s is %q, want histogram", h, types[h])
 			continue
 		}
+		// Per request, as vLLM's V1 logger observes them (vllm/v1/metrics/loggers.py, 0.11):
+		// TTFT, e2e, the phases and the per-request TPOT once per finished request; the ITL
+		// and the deprecated time_per_output_token once per gap between tokens.
 		want := float64(requests)
-		if h == "vllm:inter_token_latency_seconds" {
+		if h == "vllm:inter_token_latency_seconds" || h == "vllm:time_per_output_token_seconds" {
 			want = requests * (maxTokens - 1)
 		}
 		if got := value(h + "_count"); got != want {

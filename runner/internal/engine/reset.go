@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/openai"
+)
+
+// idleWait bounds how long a reset waits for the server to finish the requests it still runs.
+// A variable so that tests can shorten it.
+var idleWait = 2 * time.Minute
+
+// idlePoll is how often the wait asks again.
+var idlePoll = 200 * time.Millisecond
+
+// resetWhenIdle returns a Reset that waits until the server runs and queues no request, as its
+// /metrics gauges vllm:num_requests_running and vllm:num_requests_waiting say, and then POSTs
+// path. vLLM's /reset_prefix_cache answers 200 even when the engine declines to reset because
+// requests are still running (vllm/v1/core/sched/scheduler.py, reset_prefix_cache, logs
+// "Failed to reset prefix cache because some blocks (N) are not freed yet" and returns False,
+// and the API server does not pass that on, 0.8 to 0.11); a request the runner gave up on (a
+// client-side timeout) may still be generating. A server without those gauges is not waited for.
+func resetWhenIdle(path string) func(ctx context.Context, h *Hook) error {
+	return func(ctx context.Context, h *Hook) error {
+		if err := waitIdle(ctx, h); err != nil {
+			return err
+		}
+		_, err := h.Post(ctx, path, nil)
+		return err
+	}
+}
+
+// waitIdle polls /metrics until no request runs or waits, up to idleWait.
+func waitIdle(ctx context.Context, h *Hook) error {
+	deadline := time.Now().Add(idleWait)
+	for {
+		busy, known := inFlight(ctx, h)
+		if !known || busy == 0 {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("the server still runs or queues %g request(s) after %s; a reset now would be declined", busy, idleWait)
+		}
+		t := time.NewTimer(idlePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// inFlight returns the requests the server runs and queues, summed over its engines; known is
+// false when /metrics does not tell.
+func inFlight(ctx context.Context, h *Hook) (busy float64, known bool) {
+	b, err := h.Get(ctx, "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	m, err := openai.ParseMetrics(bytes.NewReader(b))
+	if err != nil {
+		return 0, false
+	}
+	for _, s := range m.Samples {
+		if s.Name == "vllm:num_requests_running" || s.Name == "vllm:num_requests_waiting" {
+			busy += s.Value
+			known = true
+		}
+	}
+	return busy, known
+}
+
+// sglangFlushWait bounds how long an SGLang flush is retried while the server answers 400.
+var sglangFlushWait = time.Minute
+
+// sglangReset POSTs /flush_cache, which SGLang answers 400 while requests run or wait
+// (python/sglang/srt/entrypoints/http_server.py, flush_cache, "When there are running or waiting
+// requests, the operation will not be performed"). Releases before its readiness gate (v0.4.x)
+// answer /health with 200 before their warm-up request is done, so the probe right after boot
+// can meet the warm-up: a 400 is retried for up to sglangFlushWait, and only then is the reset
+// taken to be impossible.
+func sglangReset(ctx context.Context, h *Hook) error {
+	deadline := time.Now().Add(sglangFlushWait)
+	for {
+		_, err := h.Post(ctx, "/flush_cache", nil)
+		var se *StatusError
+		if err == nil || !errors.As(err, &se) || se.Status != http.StatusBadRequest || !time.Now().Before(deadline) {
+			return err
+		}
+		t := time.NewTimer(idlePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
