@@ -13,6 +13,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/orchestrate"
 	"github.com/onelayerdown/runner/runner/internal/plan"
+	"github.com/onelayerdown/runner/runner/internal/redact"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/summary"
 	"github.com/onelayerdown/runner/runner/internal/tabular"
@@ -73,6 +74,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if folder, done, err = results.Resume(*resume); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
 		}
+		folder.HideSecrets(cfgs, redact.ArgSecrets(args)...)
 		fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
 	} else {
 		ver, commit := buildInfo()
@@ -95,9 +97,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	})
 	defer unhook()
 
-	progress := orchestrate.NewQuietProgress(stderr)
+	// What the progress display shows of errors (a server's answer may echo a key) hides the
+	// run's secrets, as the folder does.
+	shown := folder.Secrets().Writer(stderr)
+	progress := orchestrate.NewQuietProgress(shown)
 	if !*quiet {
-		progress = orchestrate.NewProgress(stderr, isTerminal(stderr))
+		progress = orchestrate.NewProgress(shown, isTerminal(stderr))
 	}
 	out, runErr := orchestrate.Run(ctx, orchestrate.Options{
 		Experiment: exp, Configs: cfgs, Done: done, Logs: folder.ServerLog,

@@ -572,13 +572,22 @@ func evaluateGate(rep *Report, opt Options, failures []string) Gate {
 		g.Reasons = append(g.Reasons, fmt.Sprintf("%s (%s): no %s values in the new run, which the old run has (%s failed)",
 			r.Label, r.ConfigID, joinAnd(missing[r.ConfigID]), tabular.Plural(r.New.Failed, "measured request")))
 	}
+	// A config the new run lost fails any gate, not only one on a metric it had values of: a
+	// gate of failed:+N% alone must not pass a run that dropped configs.
+	gone := map[string]bool{}
+	for _, c := range rep.OnlyOld {
+		if len(opt.Thresholds) > 0 && !opt.AllowMissing && len(missing[c.ID]) == 0 {
+			g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is missing from the new run", c.Label, c.ID))
+		}
+		gone[c.ID] = len(opt.Thresholds) > 0 && !opt.AllowMissing
+	}
 	g.Reasons = append(g.Reasons, failures...)
 	if opt.Strict {
 		if d := DifferingEnv(rep.Env); len(d) > 0 {
 			g.Reasons = append(g.Reasons, "the environments differ: "+joinNames(d))
 		}
 		for _, c := range rep.OnlyOld {
-			if len(missing[c.ID]) == 0 {
+			if !gone[c.ID] {
 				g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is only in the old folder", c.Label, c.ID))
 			}
 		}

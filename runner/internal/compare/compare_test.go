@@ -146,6 +146,11 @@ func TestCompareConfigsOnOneSide(t *testing.T) {
 		rep.Gate.Reasons[0] != "config a (id-a) is missing from the new run" {
 		t.Errorf("gate %s %q, want a fail for config a only", rep.Gate.Result, rep.Gate.Reasons)
 	}
+	// A gate on failed requests alone fails on the lost config too.
+	failedOnly := mustCompare(t, old, nw, Options{Thresholds: mustThresholds(t, "failed:+10%")})
+	if !failedOnly.Gate.Failed() || len(failedOnly.Gate.Reasons) != 1 || failedOnly.Gate.Reasons[0] != "config a (id-a) is missing from the new run" {
+		t.Errorf("failed-only gate %s %q, want a fail for config a", failedOnly.Gate.Result, failedOnly.Gate.Reasons)
+	}
 	allow := mustCompare(t, old, nw, Options{Thresholds: mustThresholds(t, "ttft:+10%"), AllowMissing: true})
 	if allow.Gate.Result != GatePassed {
 		t.Errorf("gate %s %q with AllowMissing, want pass", allow.Gate.Result, allow.Gate.Reasons)

@@ -5,7 +5,9 @@ package redact
 
 import (
 	"bytes"
+	"io"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -32,18 +34,22 @@ var secretWords = map[string]bool{
 var authSchemes = map[string]bool{"bearer": true, "basic": true, "token": true, "digest": true}
 
 // IsSecretName reports whether a flag, variable, header or query parameter name names a
-// secret: one of its words is a secret word, unless it follows "per", which makes it a rate
-// (--decode-per-token 5ms).
+// secret: its last word is a secret word (HF_TOKEN, --api-key, X-Api-Key), unless it follows
+// "per", which makes it a rate (--decode-per-token 5ms). A secret word earlier in the name
+// qualifies something else: --api-key-file and --ssl-key-file hold paths, and vLLM's
+// return_tokens_as_token_ids and allowed_token_ids are request options.
 func IsSecretName(name string) bool {
 	name = strings.TrimLeft(strings.ToLower(name), "-")
 	words := strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' || r == '.' })
-	for i, w := range words {
-		if secretWords[w] && (i == 0 || words[i-1] != "per") {
-			return true
-		}
+	if len(words) == 0 {
+		return false
 	}
-	return false
+	last := len(words) - 1
+	return secretWords[words[last]] && (last == 0 || words[last-1] != "per")
 }
+
+// takesValue reports whether the argument after a secret flag is its value: not another flag.
+func takesValue(next string) bool { return !strings.HasPrefix(next, "-") }
 
 // ArgSecrets returns the secret values in a command line: the value of a secret flag
 // (--api-key X, --api-key=X), of a secret NAME=VALUE word (HF_TOKEN=X) and of a secret header
@@ -53,8 +59,12 @@ func ArgSecrets(argv []string) []string {
 	var out []string
 	for i, a := range argv {
 		out = append(out, wordSecrets(a)...)
+		if strings.ContainsAny(a, " \t\n") {
+			// A whole command line in one argument (sh -c "vllm serve m --api-key X").
+			out = append(out, ArgSecrets(strings.Fields(a))...)
+		}
 		if strings.HasPrefix(a, "-") && !strings.Contains(a, "=") && IsSecretName(a) && i+1 < len(argv) &&
-			!strings.HasPrefix(argv[i+1], "--") {
+			takesValue(argv[i+1]) {
 			out = append(out, argv[i+1])
 		}
 		if strings.EqualFold(a, "bearer") && i+1 < len(argv) {
@@ -228,7 +238,7 @@ func Args(argv []string) []string {
 	for i := 0; i < len(argv); i++ {
 		a := argv[i]
 		if strings.HasPrefix(a, "-") && !strings.Contains(a, "=") && IsSecretName(a) && i+1 < len(argv) &&
-			!strings.HasPrefix(argv[i+1], "--") {
+			takesValue(argv[i+1]) {
 			out[i+1] = Marker
 		}
 		if strings.EqualFold(a, "bearer") && i+1 < len(argv) {
@@ -302,16 +312,45 @@ type Replacer struct {
 }
 
 // New returns a Replacer of the given secrets. Values shorter than four bytes are left out:
-// they would blank out ordinary text.
+// they would blank out ordinary text; so are booleans and numbers, which are no keys and would
+// blank out every true or 8000 in a log.
 func New(secrets ...string) *Replacer {
 	r := &Replacer{}
 	for _, s := range byLength(secrets) {
-		if len(s) >= minReplace {
+		if len(s) >= minReplace && !plainValue(s) {
 			r.secrets = append(r.secrets, s)
 		}
 	}
 	return r
 }
+
+// plainValue reports whether s is a boolean or a number.
+func plainValue(s string) bool {
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "null":
+		return true
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
+}
+
+// Writer returns a writer that hides the secrets in what is written to w, one Write at a time:
+// a secret split across two writes is not seen, so write whole lines.
+func (r *Replacer) Writer(w io.Writer) io.Writer {
+	if r.Empty() {
+		return w
+	}
+	return writerFunc(func(p []byte) (int, error) {
+		if _, err := w.Write(r.Bytes(p)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // String returns s with every secret replaced by Marker.
 func (r *Replacer) String(s string) string {
@@ -411,11 +450,34 @@ func Tree(name string, v any) any {
 		return out
 	case string:
 		return Value(name, x)
-	case nil:
-		return nil
+	case bool, nil:
+		// A boolean is no secret (return_token_ids: true), and keeps the request what it was.
+		return v
 	}
 	if IsSecretName(name) {
-		return Marker
+		return Marker // a number under a secret name: a numeric token or PIN
 	}
 	return v
+}
+
+// TreeSecrets returns the secret values in a decoded JSON or YAML value, as Tree finds them.
+func TreeSecrets(name string, v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if IsSecretName(name) {
+				out = append(out, TreeSecrets(name, e)...)
+			} else {
+				out = append(out, TreeSecrets(k, e)...)
+			}
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, TreeSecrets(name, e)...)
+		}
+	case string:
+		out = append(out, valueSecrets(name, x)...)
+	}
+	return out
 }

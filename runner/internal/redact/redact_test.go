@@ -48,6 +48,12 @@ func TestIsSecretName(t *testing.T) {
 		{"PATH", false},
 		{"VLLM_SERVER_DEV_MODE", false},
 		{"MONKEY", false},
+		// A secret word that is not the last qualifies something else.
+		{"--api-key-file", false},
+		{"--ssl-key-file", false},
+		{"return_tokens_as_token_ids", false},
+		{"allowed_token_ids", false},
+		{"--return-tokens-as-token-ids", false},
 		{"", false},
 	}
 	for _, tt := range tests {
@@ -187,4 +193,47 @@ func FuzzArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNearMisses covers values that look like secrets to a careless rule: a flag whose next
+// argument is another flag, a whole command line in one argument, booleans and numbers.
+func TestNearMisses(t *testing.T) {
+	R := Marker
+	tests := []struct {
+		in, want []string
+	}{
+		{[]string{"vllm", "serve", "m", "--return-tokens-as-token-ids", "-tp", "2"}, []string{"vllm", "serve", "m", "--return-tokens-as-token-ids", "-tp", "2"}},
+		{[]string{"--api-key", "-x"}, []string{"--api-key", "-x"}},
+		{[]string{"--ssl-key-file", "/etc/ssl/k.pem"}, []string{"--ssl-key-file", "/etc/ssl/k.pem"}},
+		{[]string{"bash", "-c", "vllm serve m --api-key sk-abcdef123 --port {port}"}, []string{"bash", "-c", "vllm serve m --api-key " + R + " --port {port}"}},
+		{[]string{"sh", "-c", "exec srv --api-key=sk-abcdef123"}, []string{"sh", "-c", "exec srv --api-key=" + R}},
+	}
+	for _, tt := range tests {
+		if got := Args(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Args(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// A boolean or a number is never hidden elsewhere in text, even when it was a flag's value.
+	r := New(ArgSecrets([]string{"--token", "true", "--api-key", "8000", "--hf-token", "hf_abcdefgh"})...)
+	if got := r.String("ignore_eos=true port 8000 key hf_abcdefgh"); got != "ignore_eos=true port 8000 key "+R {
+		t.Errorf("Replacer.String = %q", got)
+	}
+	tree := map[string]any{"return_tokens_as_token_ids": true, "allowed_token_ids": []any{1, 2, 3},
+		"ignore_eos": true, "api_key": "sk-abcdefghij"}
+	want := map[string]any{"return_tokens_as_token_ids": true, "allowed_token_ids": []any{1, 2, 3},
+		"ignore_eos": true, "api_key": R}
+	if got := Tree("", tree); !reflect.DeepEqual(got, want) {
+		t.Errorf("Tree = %v, want %v", got, want)
+	}
+	if got := TreeSecrets("", tree); !reflect.DeepEqual(got, []string{"sk-abcdefghij"}) {
+		t.Errorf("TreeSecrets = %q", got)
+	}
+	var b strings.Builder
+	w := New("sk-abcdefghij").Writer(&b)
+	if n, err := w.Write([]byte("got 401 for sk-abcdefghij\n")); err != nil || n != 26 {
+		t.Errorf("Writer.Write = %d, %v", n, err)
+	}
+	if b.String() != "got 401 for "+R+"\n" {
+		t.Errorf("Writer wrote %q", b.String())
+	}
 }

@@ -44,7 +44,7 @@ type Folder struct {
 	rows     []record.Request // appended rows without events and texts, for the summary
 	resume   int              // 0 for a new folder, n for its nth resume
 	logs     map[string]string
-	red      *redact.Replacer // the run's secrets, hidden in error texts; nil after a resume
+	red      *redact.Replacer // the run's secrets, hidden in error texts (see HideSecrets)
 	closed   bool
 	err      error // the first write error; the folder takes no more rows after it
 }
@@ -420,8 +420,25 @@ func (f *Folder) Close(status Status) error {
 	return nil
 }
 
+// HideSecrets makes the folder hide the secrets of configs (and the extra values given) in the
+// error texts it records from now on, as Create does for a new folder. A resumed folder needs
+// it: its manifest holds the configs with their secrets already redacted, so Resume cannot know
+// them.
+func (f *Folder) HideSecrets(configs []experiment.Config, more ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.red = redact.New(append(configSecrets(configs), more...)...)
+}
+
+// Secrets returns the replacer of the run's secrets, for hiding them in what the run prints.
+func (f *Folder) Secrets() *redact.Replacer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.red
+}
+
 // MarkInterrupted records in the manifest that the run was interrupted, without finishing the
-// folder: no summary is written and the folder stays open. It is for a process about to exit
+// folder: no summary is written, and the folder takes no more writes. It is for a process about to exit
 // at once (a second Ctrl-C), so that the manifest on disk does not say running; the rows are
 // already on disk and --resume finishes the folder. It waits for the folder at most wait, so
 // that an exit is never held up by a write in progress, and does nothing on a closed folder.
@@ -437,10 +454,11 @@ func (f *Folder) MarkInterrupted(wait time.Duration) error {
 	if f.closed {
 		return nil
 	}
-	m := f.man
 	end := time.Now().UTC()
-	m.End, m.Status = &end, StatusInterrupted
-	return writeManifest(f.dir, &m)
+	f.man.End, f.man.Status = &end, StatusInterrupted
+	// The process is about to exit: no later write may put running back in the manifest.
+	f.closed = true
+	return writeManifest(f.dir, &f.man)
 }
 
 func (f *Folder) closeFiles() {

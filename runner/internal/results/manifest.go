@@ -211,6 +211,15 @@ func configSecrets(configs []experiment.Config) []string {
 		out = append(out, redact.EnvSecrets(c.Server.Env)...)
 		out = append(out, redact.ArgSecrets(c.Server.Args)...)
 		out = append(out, redact.ArgSecrets(c.Server.Command)...)
+		out = append(out, redact.URLSecrets(c.Server.URL)...)
+		if c.Server.APIKeyEnv != "" {
+			// The key itself is in the runner's environment, not in the file; a server that
+			// echoes it in an error must not put it in the folder.
+			out = append(out, os.Getenv(c.Server.APIKeyEnv))
+		}
+		if c.Request.Extra != nil {
+			out = append(out, redact.TreeSecrets("", map[string]any(c.Request.Extra))...)
+		}
 	}
 	return out
 }

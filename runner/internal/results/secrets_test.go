@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
 // secretExperiment is an experiment file that holds secrets in every place one can stand, each
@@ -137,4 +139,82 @@ func countDelta(src []byte, secrets []string) int {
 		d += bytes.Count(src, []byte(s)) * (len("REDACTED") - len(s))
 	}
 	return d
+}
+
+// TestResumedFolderHidesSecrets checks that a resumed folder, told the run's secrets, hides them
+// in what it records after the resume as a new one does: errors a server echoes a key in, and a
+// server's error in the manifest. The key of server.api_key_env, which no file holds, is hidden
+// too.
+func TestResumedFolderHidesSecrets(t *testing.T) {
+	t.Setenv("RESULTS_TEST_KEY", "sk-env-key-0123456789")
+	src := []byte(strings.Replace(secretExperiment, "repetitions: 1", "repetitions: 3", 1))
+	exp, err := experiment.Parse("experiments/secrets.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := exp.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(t.TempDir(), exp, configs, testRunInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := func(seq int) record.Request {
+		r := failedRequest(configs[0], seq)
+		r.Error = "401: bad key sk-args-0123456789 (also tried extra-key-abcdef)"
+		return r
+	}
+	if err := f.Append(echo(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(StatusInterrupted); err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := Resume(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey := append([]experiment.Config(nil), configs...)
+	withKey[0].Server.APIKeyEnv = "RESULTS_TEST_KEY"
+	g.HideSecrets(withKey)
+	if err := g.Append(echo(1)); err != nil {
+		t.Fatal(err)
+	}
+	r := echo(2)
+	r.Error = "the server echoed sk-env-key-0123456789"
+	if err := g.Append(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetServer(ServerInfo{ServerID: configs[0].ServerID, Engine: "sim", BootStart: t0,
+		Error: "exited: --api-key sk-args-0123456789 refused"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(StatusComplete); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecrets(t, f.Dir(), append(plantedSecrets, "sk-env-key-0123456789"))
+}
+
+// TestMarkInterruptedFreezes checks that no write after MarkInterrupted puts running back into
+// the manifest: the process is about to exit.
+func TestMarkInterruptedFreezes(t *testing.T) {
+	exp, configs := testExperiment()
+	f, err := Create(t.TempDir(), exp, configs, testRunInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.MarkInterrupted(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetServer(ServerInfo{ServerID: "s0-77aa", Engine: "sim", BootStart: t0}); err == nil {
+		t.Error("SetServer after MarkInterrupted succeeded")
+	}
+	if err := f.Append(fakeRequest(configs[0], 0)); err == nil {
+		t.Error("Append after MarkInterrupted succeeded")
+	}
+	if m, err := ReadManifest(f.Dir()); err != nil || m.Status != StatusInterrupted {
+		t.Errorf("manifest status %v, %v; want interrupted", m.Status, err)
+	}
+	f.abandon()
 }
