@@ -11,6 +11,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/measure"
 	"github.com/onelayerdown/runner/runner/internal/orchestrate"
 	"github.com/onelayerdown/runner/runner/internal/plan"
 	"github.com/onelayerdown/runner/runner/internal/redact"
@@ -71,6 +72,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := man.CheckExperiment(exp.Source); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("resume %s: %w", *resume, err)}
 		}
+		if exp.Order.Mode == "shuffled" && man.Runner.Schedule != measure.ScheduleVersion {
+			// The same seed gives another order under another algorithm: the rows sent now would
+			// repeat or skip repetition numbers of those already recorded.
+			was := man.Runner.Schedule
+			if was == "" {
+				was = "an earlier one"
+			}
+			return &exitError{code: 2, err: fmt.Errorf("resume %s: the folder's shuffled order was drawn by %s (runner %s), this runner draws it by %s: finish it with that runner, or start a new folder",
+				*resume, was, man.Runner.Version, measure.ScheduleVersion)}
+		}
 		if folder, done, err = results.Resume(*resume); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
 		}
@@ -80,6 +91,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		ver, commit := buildInfo()
 		folder, err = results.Create(*root, exp, cfgs, results.RunInfo{
 			RunnerVersion: ver, RunnerCommit: commit, Command: append([]string{"runner"}, args...),
+			Schedule: measure.ScheduleVersion,
 		})
 		if err != nil {
 			return fmt.Errorf("create the result folder: %w", err)

@@ -23,6 +23,11 @@ type Counts struct {
 	Repetitions int
 }
 
+// ScheduleVersion names the algorithm of the shuffled order. Folders record it, so that a
+// resume never mixes two shuffles of one seed: the same seed gives another order under another
+// version, and the repetition numbers of the rows would no longer match.
+const ScheduleVersion = "feistel-1"
+
 // Schedule orders the requests of the configs that share one server boot.
 //
 // The first request after the boot is an extra request of the first config, in phase first: it

@@ -26,6 +26,7 @@ type RunInfo struct {
 	Command       []string  // the runner's own argv; recorded with secrets redacted
 	Start         time.Time // the run's start; the zero time means now
 	Machine       *Machine  // nil: DetectMachine
+	Schedule      string    // the shuffled order's algorithm, recorded in the manifest
 }
 
 // Folder is a result folder open for writing. Its methods are safe for concurrent use.
@@ -113,7 +114,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 		man: Manifest{
 			SchemaVersion: FormatVersion,
 			Status:        StatusRunning,
-			Runner:        RunnerInfo{Version: run.RunnerVersion, Commit: run.RunnerCommit},
+			Runner:        RunnerInfo{Version: run.RunnerVersion, Commit: run.RunnerCommit, Schedule: run.Schedule},
 			Command:       redact.Args(run.Command),
 			Experiment: ExperimentFile{Name: exp.Name, Path: exp.Path, SHA256: SHA256(exp.Source),
 				Source: string(source), Redacted: redacted},

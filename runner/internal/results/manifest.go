@@ -54,6 +54,9 @@ type Manifest struct {
 type RunnerInfo struct {
 	Version string `json:"version"`
 	Commit  string `json:"commit,omitempty"`
+	// Schedule names the algorithm of the shuffled request order (measure.ScheduleVersion);
+	// empty in folders written before it was recorded.
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // ExperimentFile is a copy of the experiment file a run was started from. Source is the file
