@@ -200,20 +200,13 @@ func (f *bootFailure) Error() string { return f.reason }
 // stopped as Stop does, during boot or later; pass a context that outlives the measurements
 // and call Stop to control the end.
 func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Server, error) {
-	name := srv.Engine
-	if name == "" {
-		name = DefaultEngine
-	}
+	name, host := engineName(srv), hostOf(srv)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", name, err)
 	}
 	preset, err := lookup(name)
 	if err != nil {
 		return nil, fmt.Errorf("server.engine: %w", err)
-	}
-	host := srv.Host
-	if host == "" {
-		host = DefaultHost
 	}
 	port := srv.Port
 	if port == 0 {
@@ -306,15 +299,8 @@ func (s *Server) connect(ctx context.Context) (*Server, error) {
 func (s *Server) boot(ctx context.Context, srv experiment.Server) (*Server, error) {
 	env := mergeEnv(os.Environ(), s.launch.Env, srv.Env)
 	s.serverEnv = env
-	argv0 := s.launch.Argv[0]
-	path, err := lookPath(argv0, env)
-	if err != nil && argv0 == "python" {
-		// Many images have python3 and no python: take it, as a user typing the command would.
-		if p, err3 := lookPath("python3", env); err3 == nil {
-			path, err, argv0 = p, nil, "python3"
-			s.launch.Argv[0], s.argv[0] = argv0, argv0
-		}
-	}
+	path, argv0, err := findExecutable(s.launch.Argv[0], env)
+	s.launch.Argv[0], s.argv[0] = argv0, argv0
 	if err != nil {
 		s.cleanupDir()
 		return nil, &BootError{Engine: s.engine, Reason: "cannot start: " + err.Error(),
@@ -937,11 +923,17 @@ func missingHint(engine, argv0 string) string {
 	return fmt.Sprintf("%s is not on PATH: install it, or set server.env.PATH to the directory that holds it", argv0)
 }
 
-// pythonThree reports whether python3 is on the PATH of env, which Start takes when python is
-// not.
-func pythonThree(env []string) bool {
-	_, err := lookPath("python3", env)
-	return err == nil
+// findExecutable finds a server's executable argv0 on the PATH of env, and returns its path
+// and the name it runs under. Many images have python3 and no python: where python is
+// missing, it takes python3, as a user typing the command would.
+func findExecutable(argv0 string, env []string) (path, name string, err error) {
+	path, err = lookPath(argv0, env)
+	if err != nil && argv0 == "python" {
+		if p, err3 := lookPath("python3", env); err3 == nil {
+			return p, "python3", nil
+		}
+	}
+	return path, argv0, err
 }
 
 // mergeEnv returns base (KEY=VALUE) with the variables of each layer set in turn, later layers
@@ -1027,17 +1019,10 @@ func orDefault(d, def time.Duration) time.Duration {
 // when not, so that a run can fail at once, before it writes anything. An engine that starts
 // no process (endpoint) passes.
 func Preflight(srv experiment.Server, executable string) error {
-	name := srv.Engine
-	if name == "" {
-		name = DefaultEngine
-	}
+	name, host := engineName(srv), hostOf(srv)
 	preset, err := lookup(name)
 	if err != nil {
 		return fmt.Errorf("server.engine: %w", err)
-	}
-	host := srv.Host
-	if host == "" {
-		host = DefaultHost
 	}
 	port := srv.Port
 	if port == 0 {
@@ -1054,8 +1039,24 @@ func Preflight(srv experiment.Server, executable string) error {
 	}
 	argv0 := l.Argv[0]
 	env := mergeEnv(os.Environ(), l.Env, srv.Env)
-	if _, err := lookPath(argv0, env); err != nil && !(argv0 == "python" && pythonThree(env)) {
+	if _, _, err := findExecutable(argv0, env); err != nil {
 		return &BootError{Engine: name, Reason: "cannot start: " + err.Error(), Hint: missingHint(name, argv0), ExitCode: -1}
 	}
 	return nil
+}
+
+// engineName returns the engine a server config names, the default when it names none.
+func engineName(srv experiment.Server) string {
+	if srv.Engine == "" {
+		return DefaultEngine
+	}
+	return srv.Engine
+}
+
+// hostOf returns the host a booted server binds to, the default when the config sets none.
+func hostOf(srv experiment.Server) string {
+	if srv.Host == "" {
+		return DefaultHost
+	}
+	return srv.Host
 }
