@@ -70,17 +70,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	total := 0
 	for _, g := range groups {
-		all := experiment.Requests(g.configs)
-		done := 0
-		if o.Done.Len() > 0 {
-			for j := range g.jobs(o.Experiment) {
-				if o.Done.Has(g.configs[j.Config].ID, j.Seq) {
-					done++
-				}
-			}
-		}
-		out.Skipped += done
-		total = experiment.AddSat(total, all-done)
+		pending := sum(g.left(o.Done))
+		out.Skipped += experiment.Requests(g.configs) - pending
+		total = experiment.AddSat(total, pending)
 	}
 	subs := subscribers(o.Subscribers)
 	subs.tell(RunStarted{Requests: total, Servers: len(groups), Skipped: out.Skipped})
@@ -137,6 +129,29 @@ func (g group) jobs(exp *experiment.Experiment) iter.Seq[measure.Job] {
 	return measure.Schedule(g.counts(), exp.Order.Mode, exp.Order.Seed)
 }
 
+// left returns, for each of the group's configs, how many of its requests the folder does not
+// hold yet. The schedule sends the group's first request for its first config.
+func (g group) left(done results.Done) []int {
+	left := make([]int, len(g.configs))
+	for i, c := range g.configs {
+		n := experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0))
+		if i == 0 {
+			n = experiment.AddSat(n, 1)
+		}
+		left[i] = max(n-done.Count(c.ID), 0)
+	}
+	return left
+}
+
+// sum adds counts that validation bounds (experiment.MaxRequests), saturating all the same.
+func sum(xs []int) int {
+	total := 0
+	for _, x := range xs {
+		total = experiment.AddSat(total, x)
+	}
+	return total
+}
+
 // pending returns the group's requests that the folder does not hold yet, in the order they
 // are sent.
 func (g group) pending(o Options) iter.Seq[measure.Job] {
@@ -153,22 +168,8 @@ func (g group) pending(o Options) iter.Seq[measure.Job] {
 func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tokens.Tiktoken, out *Outcome) error {
 	subs := subscribers(o.Subscribers)
 	all := experiment.Requests(g.configs)
-	rs := &serverRun{g: g, subs: subs, out: out, left: make([]int, len(g.configs))}
-	for i, c := range g.configs {
-		// The schedule sends the group's first request for its first config.
-		n := experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0))
-		if i == 0 {
-			n = experiment.AddSat(n, 1)
-		}
-		rs.left[i] = max(n-o.Done.Count(c.ID), 0)
-	}
-	npending := all
-	if o.Done.Len() > 0 {
-		npending = 0
-		for range g.pending(o) {
-			npending++
-		}
-	}
+	rs := &serverRun{g: g, subs: subs, out: out, left: g.left(o.Done)}
+	npending := sum(rs.left)
 	if npending < all {
 		subs.tell(RequestsSkipped{ServerID: g.serverID, Requests: all - npending})
 	}
