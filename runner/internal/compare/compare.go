@@ -384,12 +384,9 @@ func folderInfo(s *Side, set *configSet) Folder {
 	f := Folder{Dir: s.Dir, Experiment: s.Manifest.Experiment.Name, Status: s.Status, Start: s.Manifest.Start.UTC(),
 		RunnerVersion: s.Manifest.Runner.Version, Configs: len(set.order)}
 	for _, c := range set.order {
-		for _, r := range c.measured {
-			f.Measured++
-			if r.Status != record.StatusOK {
-				f.Failed++
-			}
-		}
+		failed, measured, _ := c.failureRate()
+		f.Measured += measured
+		f.Failed += failed
 	}
 	return f
 }
