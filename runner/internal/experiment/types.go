@@ -16,9 +16,11 @@ type Experiment struct {
 	Matrix      Matrix
 	Repetitions int
 	Warmup      int
-	Cache       string // "reset" | "keep"; "" means the default: reset where the engine can, else keep
+	Cache       string // "reset" | "reset_per_config" | "keep"; "" means the default (see Config.Cache)
 	Order       Order
 	Timeouts    Timeouts
+	Load        *LoadSpec // nil without a load section; defaults not applied
+	SLO         []Bound   // the service-level objective, in file order; empty without one
 
 	Path   string // the file it was loaded from
 	Source []byte // the file's bytes, as read
@@ -107,8 +109,56 @@ type Config struct {
 	Request     Request
 	Repetitions int
 	Warmup      int
-	Cache       string
-	Timeouts    Timeouts
+	// Cache is how the prefix cache is treated: reset before every request, reset_per_config
+	// once before the config's requests (its load point), or keep. The default is reset where the
+	// engine can empty its cache and keep elsewhere; for a load point with more than one request
+	// in flight, reset_per_config where the engine can.
+	Cache    string
+	Timeouts Timeouts
+	// Load is how the config's requests are sent, every default applied; nil for a config of an
+	// experiment without a load section, whose requests go one at a time in the experiment's
+	// order, exactly as before loads existed. A config with a Load is one load point: its
+	// requests run as one block, warm-ups first, under its load.
+	Load *LoadSpec
+	// SLO is the experiment's service-level objective; it plays no part in the config's id.
+	SLO []Bound
+}
+
+// LoadSpec is how the requests of one load point arrive: a closed loop keeps Concurrency requests
+// in flight; an open loop sends Rate requests per second from a seeded arrival process.
+type LoadSpec struct {
+	Concurrency    int     // closed loop: requests in flight; 0 for an open loop
+	Rate           float64 // open loop: requests per second; 0 for a closed loop
+	Arrival        string  // open loop: constant | poisson (default) | gamma
+	Burstiness     float64 // gamma's shape, as vLLM's --burstiness: 1 is Poisson; default 1
+	MaxConcurrency int     // open loop: requests in flight at most; 0 means no cap
+	Seed           int64   // seeds the arrival process and the distinct prompt prefixes
+	// Prompts is distinct (the default: every request's synthesised prompt starts with its own
+	// seeded prefix, so that no request hits the prefix cache on another's prompt) or shared
+	// (every request sends the same prompt).
+	Prompts string
+}
+
+// Open reports whether the load is an open loop.
+func (l *LoadSpec) Open() bool { return l != nil && l.Rate > 0 }
+
+// InFlight returns the most requests the load can have in flight at once; 0 means no bound.
+func (l *LoadSpec) InFlight() int {
+	switch {
+	case l == nil:
+		return 1
+	case l.Open():
+		return l.MaxConcurrency
+	default:
+		return l.Concurrency
+	}
+}
+
+// Bound is one bound of a service-level objective: a request meets it when its metric is at
+// most Max. A request is good when it meets every bound (vLLM's definition of goodput).
+type Bound struct {
+	Metric string  // a summarised metric in milliseconds: ttft_ms, tpot_event_ms, tpot_token_ms, e2e_ms
+	Max    float64 // milliseconds
 }
 
 // AxisValue is one axis's value at a config.

@@ -61,6 +61,16 @@ const (
 	ErrRedirect ErrorClass = "redirect"
 )
 
+// LoadMode says how the requests of a load point arrive.
+type LoadMode string
+
+// The load modes.
+const (
+	LoadNone   LoadMode = ""       // no load section: one request at a time, in the experiment's order
+	LoadClosed LoadMode = "closed" // a fixed number of requests in flight; one starts when one ends
+	LoadOpen   LoadMode = "open"   // requests arrive at a rate, from a seeded arrival process
+)
+
 // TokenSource names where an output token count came from, best first.
 type TokenSource string
 
@@ -133,6 +143,24 @@ type Request struct {
 	ReturnTokenIDs  bool   // the stream carried token ids (return_token_ids)
 	Cache           string // reset | keep: how the prefix cache was treated before this request
 	CacheReset      bool   // the cache was actually reset before this request
+
+	// Load: how the request was sent. All zero for a config without a load section, whose
+	// requests go one at a time in the experiment's order.
+	LoadMode    LoadMode // closed | open; "" without a load section
+	Concurrency int      // closed loop: requests kept in flight; open loop: the cap (0: none)
+	Rate        float64  // open loop: the target rate, requests per second; 0 for a closed loop
+	// Scheduled is when the load wanted the request sent, from its load point's start on the
+	// client's monotonic clock: the arrival time under an open loop, the moment a slot became
+	// free under a closed loop. Nil without a load section.
+	Scheduled *time.Duration
+	// SendLag is t0 − Scheduled: how late the client sent the request, the cap's wait included.
+	SendLag *time.Duration
+	// CapWait is the part of SendLag spent waiting for a free slot under an open loop's
+	// max_concurrency; zero when it did not wait, nil without a cap.
+	CapWait *time.Duration
+	// InFlight counts this runner's requests of the load point in flight when it was sent, this
+	// one included; 0 without a load section.
+	InFlight int
 
 	OutputText string // the generated text; stored in its own file
 
