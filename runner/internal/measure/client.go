@@ -63,6 +63,10 @@ func NewHTTP() *http.Client {
 type Spec struct {
 	Params  openai.Params // body parameters; Options are replaced by what the server accepts
 	Timeout time.Duration // deadline of the whole request; 0 means none
+	// OnSend, when set, is called with t0 immediately before the request is handed to the
+	// HTTP client, on the goroutine that sends it; a request resent with fewer options calls it
+	// again, and the last call is the measured attempt's t0.
+	OnSend func(t0 time.Time)
 }
 
 // Options returns the stream options in effect: what was asked for, less what the server
@@ -202,6 +206,9 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	// real caller.
 	t0 = c.now()
 	rec.Start = t0.UTC()
+	if spec.OnSend != nil {
+		spec.OnSend(t0)
+	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		mu.Lock()
