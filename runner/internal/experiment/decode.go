@@ -14,9 +14,11 @@ const Version = 1
 
 // The keys each mapping of the format accepts, in the order docs/experiments.md documents them.
 var (
-	topKeys      = []string{"version", "name", "description", "server", "request", "matrix", "repetitions", "warmup", "cache", "order", "timeouts"}
+	topKeys      = []string{"version", "name", "description", "server", "request", "matrix", "repetitions", "warmup", "cache", "order", "timeouts", "load", "slo"}
 	serverKeys   = append(sectionKeys("server"), "args", "env", "command")
 	requestKeys  = append(sectionKeys("request"), "prompts", "stop", "extra")
+	loadKeys     = sectionKeys("load")
+	sloKeys      = []string{"ttft_ms", "tpot_event_ms", "tpot_token_ms", "e2e_ms"}
 	promptKeys   = []string{"name", "text"}
 	orderKeys    = []string{"mode", "seed"}
 	timeoutKeys  = []string{"request"}
@@ -97,6 +99,15 @@ func (d *decoder) mapping(n *yaml.Node, path string, known []string) (pairs []pa
 func suggestField(section, key string, known []string) string {
 	if s := suggest(key, known); s != "" {
 		return s
+	}
+	if section == "slo" {
+		// A unit left out (ttft for ttft_ms) is too far for a typo's suggestion.
+		for _, k := range known {
+			if strings.TrimSuffix(k, "_ms") == key {
+				return fmt.Sprintf(" (did you mean %q?)", k)
+			}
+		}
+		return " (the bounds are " + strings.Join(known, ", ") + ", in milliseconds)"
 	}
 	if section == "" {
 		for _, f := range fields {
@@ -198,6 +209,14 @@ func (d *decoder) decode(root *yaml.Node) *Experiment {
 			d.order(p, e)
 		case "timeouts":
 			d.timeouts(p, &base)
+		case "load":
+			d.pos[p.path] = at(p.kn)
+			if pairs, ok := d.mapping(p.val, p.path, loadKeys); ok {
+				loadOf(&base) // an empty section still makes every config a load point
+				d.fieldsOf("load", pairs, &base)
+			}
+		case "slo":
+			e.SLO = d.slo(p)
 		}
 	}
 	for _, k := range []string{"version", "name"} {
@@ -205,7 +224,7 @@ func (d *decoder) decode(root *yaml.Node) *Experiment {
 			d.errorAt(root, k, "missing required field %q", k)
 		}
 	}
-	e.Server, e.Request = base.Server, base.Request
+	e.Server, e.Request, e.Load = base.Server, base.Request, base.Load
 	e.Repetitions, e.Warmup, e.Cache, e.Timeouts = base.Repetitions, base.Warmup, base.Cache, base.Timeouts
 	if !have["warmup"] {
 		e.Warmup = DefaultWarmup
@@ -223,6 +242,27 @@ func (d *decoder) decode(root *yaml.Node) *Experiment {
 		d.checkExcludeKeys(e)
 	}
 	return e
+}
+
+// slo decodes the service-level objective: bounds in milliseconds on summarised metrics.
+func (d *decoder) slo(p pair) []Bound {
+	d.pos[p.path] = at(p.kn)
+	pairs, ok := d.mapping(p.val, p.path, sloKeys)
+	if !ok {
+		return nil
+	}
+	if n := resolve(p.val); n != nil && len(n.Content) == 0 {
+		d.errorAt(p.val, p.path, "must set at least one bound: %s", strings.Join(sloKeys, ", "))
+		return nil
+	}
+	f := &field{kind: kindNumber, positive: true, hasMax: true, max: 1e9}
+	var out []Bound
+	for _, q := range pairs {
+		if v, ok := d.scalar(f, q); ok {
+			out = append(out, Bound{Metric: q.key, Max: v.(float64)})
+		}
+	}
+	return out
 }
 
 // str decodes a plain string value.

@@ -116,7 +116,10 @@ func (x *expander) expand() []Config {
 		Warmup:      e.Warmup,
 		Cache:       e.Cache,
 		Timeouts:    e.Timeouts,
+		Load:        e.Load,
+		SLO:         e.SLO,
 	}
+	base = base.clone()
 	base.Request.Prompts = nil
 	baseSrc := map[string]string{}
 	for _, f := range fields {
@@ -215,6 +218,11 @@ func (x *expander) expand() []Config {
 		}
 		seen[id] = len(cfgs)
 		cfgs = append(cfgs, c)
+	}
+	// Under load, each config's requests run as one block (a load point): no order can mix
+	// them with another config's.
+	if e.Order.Mode != "sequential" && slices.ContainsFunc(cfgs, func(c Config) bool { return c.Load != nil }) {
+		x.errorf("order.mode", "order %s mixes the requests of different configs, but each load point runs as one block: set order: sequential, or remove the load section", e.Order.Mode)
 	}
 	if n := Requests(cfgs); n > MaxRequests {
 		at := "repetitions"
@@ -467,6 +475,11 @@ func (c Config) clone() Config {
 	c.Server.Env = maps.Clone(c.Server.Env)
 	c.Request.Stop = slices.Clone(c.Request.Stop)
 	c.Request.Extra = maps.Clone(c.Request.Extra)
+	if c.Load != nil {
+		l := *c.Load
+		c.Load = &l
+	}
+	c.SLO = slices.Clone(c.SLO)
 	c.Axes = nil
 	return c
 }
@@ -580,6 +593,8 @@ func (x *expander) resolve(c *Config, src map[string]string) bool {
 		}
 	}
 
+	x.checkLoad(c, src, set, about)
+
 	var sources []string
 	for _, p := range []string{"request.prompt", "request.prompt_name", "request.prompt_tokens"} {
 		if set[p] {
@@ -646,6 +661,59 @@ func (x *expander) resolve(c *Config, src map[string]string) bool {
 	return true
 }
 
+// checkLoad checks a config's load and how it treats the prefix cache under it.
+func (x *expander) checkLoad(c *Config, src map[string]string, set map[string]bool, about func(...string) string) {
+	l := c.Load
+	if l == nil {
+		if c.Cache == "reset_per_config" {
+			x.errorf(src["cache"], "reset_per_config empties the prefix cache once before a load point, and this experiment has no load section: set cache: reset (before every request) or keep, or add a load section (load: {concurrency: 1} sends one request at a time)%s", about("cache"))
+		}
+		return
+	}
+	// where points at a load field, or at the load section when the field is not written.
+	where := func(p string) string {
+		if s, ok := src[p]; ok {
+			return s
+		}
+		return "load"
+	}
+	open := set["load.rate"]
+	if open && set["load.concurrency"] {
+		at := src["load.rate"]
+		if strings.HasPrefix(src["load.concurrency"], "matrix.") {
+			at = src["load.concurrency"]
+		}
+		x.errorf(at, "load.concurrency (a closed loop) and load.rate (an open loop) are both set: choose one per load point; cap an open loop with load.max_concurrency, or sweep both kinds with matrix.include entries%s", about("load.rate", "load.concurrency"))
+		return
+	}
+	if !open {
+		for _, p := range []string{"load.arrival", "load.burstiness", "load.max_concurrency"} {
+			if set[p] {
+				x.errorf(src[p], "applies to an open loop only: set load.rate (requests per second), or remove %s%s", p, about(p))
+			}
+		}
+	}
+	if set["load.burstiness"] && set["load.arrival"] && l.Arrival != "gamma" {
+		x.errorf(src["load.burstiness"], "is the shape of gamma arrivals, and load.arrival is %s: set load.arrival: gamma, or remove load.burstiness%s", l.Arrival, about("load.burstiness", "load.arrival"))
+	}
+	if c.Cache == "reset" && (open || l.Concurrency > 1) {
+		// The message names no value, so that an axis gives one error, not one per value.
+		what := "load.concurrency above 1 keeps several requests in flight"
+		at := where("load.concurrency")
+		if open {
+			what = "load.rate sends requests without waiting for the last to end"
+			at = where("load.rate")
+		}
+		x.errorf(src["cache"], "cache: reset empties the prefix cache before every request, which cannot be done with more than one request in flight (%s, line %d): set cache: reset_per_config (empty it once before each load point) or cache: keep%s",
+			what, x.e.lookup(at).Line, about("cache"))
+	}
+	if c.Cache == "reset_per_config" {
+		if msg := resetProblem(c); msg != "" {
+			x.errorf(src["cache"], "%s%s", msg, about("cache", "server.engine", "server.env", "server.args"))
+		}
+	}
+}
+
 // applyDefaults fills what a config leaves unset. Warm-up is not among them: 0 is a valid count,
 // so its default is applied when the file is read.
 func applyDefaults(c *Config) {
@@ -655,8 +723,31 @@ func applyDefaults(c *Config) {
 	if c.Request.API == "" {
 		c.Request.API = DefaultAPI
 	}
+	if l := c.Load; l != nil {
+		if l.Rate > 0 {
+			if l.Arrival == "" {
+				l.Arrival = DefaultArrival
+				if l.Burstiness != 0 {
+					l.Arrival = "gamma"
+				}
+			}
+			if l.Arrival == "gamma" && l.Burstiness == 0 {
+				l.Burstiness = DefaultBurstiness
+			}
+		} else if l.Concurrency == 0 {
+			l.Concurrency = 1
+		}
+		if l.Prompts == "" {
+			l.Prompts = DefaultPrompts
+		}
+	}
 	if c.Cache == "" {
 		c.Cache = DefaultCache
+		if c.Load != nil {
+			// One reset per load point: a reset before every request would need the
+			// requests one at a time, which a load point does not promise.
+			c.Cache = "reset_per_config"
+		}
 		if resetProblem(c) != "" {
 			c.Cache = "keep"
 		}
@@ -723,6 +814,20 @@ type canonConfig struct {
 	Warmup      int               `json:"warmup"`
 	Cache       string            `json:"cache"`
 	Timeouts    map[string]string `json:"timeouts"`
+	// Load is left out for a config without a load section, so that adding loads changed no
+	// existing id.
+	Load *canonLoad `json:"load,omitempty"`
+}
+
+// canonLoad is the content of a load that a config id is computed from.
+type canonLoad struct {
+	Concurrency    int     `json:"concurrency,omitempty"`
+	Rate           float64 `json:"rate,omitempty"`
+	Arrival        string  `json:"arrival,omitempty"`
+	Burstiness     float64 `json:"burstiness,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	Seed           int64   `json:"seed,omitempty"`
+	Prompts        string  `json:"prompts"`
 }
 
 // durationText renders a duration canonically, or "" for zero.
@@ -766,6 +871,10 @@ func canonical(c *Config) (config, server []byte, err error) {
 		Warmup:      c.Warmup,
 		Cache:       c.Cache,
 		Timeouts:    map[string]string{"request": durationText(c.Timeouts.Request)},
+	}
+	if l := c.Load; l != nil {
+		cc.Load = &canonLoad{Concurrency: l.Concurrency, Rate: l.Rate, Arrival: l.Arrival, Burstiness: l.Burstiness,
+			MaxConcurrency: l.MaxConcurrency, Seed: l.Seed, Prompts: l.Prompts}
 	}
 	if server, err = json.Marshal(cs); err != nil {
 		return nil, nil, fmt.Errorf("encode server config: %w", err)

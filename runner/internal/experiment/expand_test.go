@@ -361,3 +361,63 @@ func TestRequestsSaturates(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadPoints checks what a load section makes of configs: defaults, the cache rule, ids
+// that differ by load and not by the objective, and configs that share no load.
+func TestLoadPoints(t *testing.T) {
+	base := head + "server:\n  model: m\nrequest:\n  prompt: hi\n  max_tokens: 8\n"
+	cfgs := mustExpand(t, base+"slo: {ttft_ms: 200, e2e_ms: 900}\nmatrix:\n  load.concurrency: [1, 4]\n")
+	if len(cfgs) != 2 {
+		t.Fatalf("%d configs, want 2", len(cfgs))
+	}
+	for i, want := range []int{1, 4} {
+		c := cfgs[i]
+		if c.Load == nil || c.Load.Concurrency != want || c.Load.Rate != 0 || c.Load.Prompts != "distinct" {
+			t.Errorf("config %d: load %+v", i, c.Load)
+		}
+		if c.Cache != "reset_per_config" {
+			t.Errorf("config %d: cache %q, want reset_per_config under load", i, c.Cache)
+		}
+		if len(c.SLO) != 2 || c.SLO[0] != (Bound{"ttft_ms", 200}) || c.SLO[1] != (Bound{"e2e_ms", 900}) {
+			t.Errorf("config %d: slo %+v", i, c.SLO)
+		}
+	}
+	if cfgs[0].Label != "concurrency=1" || cfgs[0].ID == cfgs[1].ID || cfgs[0].ServerID != cfgs[1].ServerID {
+		t.Errorf("labels %q, ids %s %s, servers %s %s", cfgs[0].Label, cfgs[0].ID, cfgs[1].ID, cfgs[0].ServerID, cfgs[1].ServerID)
+	}
+	cfgs[0].Load.Concurrency = 99
+	if cfgs[1].Load.Concurrency != 4 {
+		t.Error("configs share their load")
+	}
+
+	// The objective is no part of the id; the load is, and an explicit default is the default.
+	noSLO := mustExpand(t, base+"matrix:\n  load.concurrency: [1, 4]\n")
+	explicit := mustExpand(t, base+"load:\n  prompts: distinct\nmatrix:\n  load.concurrency: [1, 4]\n")
+	if noSLO[1].ID != cfgs[1].ID || explicit[1].ID != cfgs[1].ID {
+		t.Errorf("ids %s (no slo), %s (explicit default), want %s", noSLO[1].ID, explicit[1].ID, cfgs[1].ID)
+	}
+	plain := mustExpand(t, base)
+	if plain[0].Load != nil || plain[0].Cache != "reset" || plain[0].ID == cfgs[0].ID {
+		t.Errorf("without load: load %+v cache %q id %s", plain[0].Load, plain[0].Cache, plain[0].ID)
+	}
+
+	// Open loops: poisson by default, gamma implied by burstiness.
+	open := mustExpand(t, base+"load:\n  rate: 2.5\n  max_concurrency: 8\nmatrix:\n  load.burstiness: [0.5]\n")
+	if l := open[0].Load; l.Arrival != "gamma" || l.Burstiness != 0.5 || l.Rate != 2.5 || l.MaxConcurrency != 8 || l.Concurrency != 0 {
+		t.Errorf("open loop with burstiness: %+v", l)
+	}
+	poisson := mustExpand(t, base+"load: {rate: 3}\n")
+	if l := poisson[0].Load; l.Arrival != "poisson" || l.Burstiness != 0 || !l.Open() || l.InFlight() != 0 {
+		t.Errorf("open loop: %+v", l)
+	}
+	// An engine that cannot reset keeps its cache under load too.
+	keep := mustExpand(t, head+"server:\n  engine: command\n  command: [srv, --port, \"{port}\"]\n  model: m\nrequest:\n  prompt: hi\n  max_tokens: 8\nload: {concurrency: 2}\n")
+	if keep[0].Cache != "keep" {
+		t.Errorf("command under load: cache %q, want keep", keep[0].Cache)
+	}
+	// An empty load section is a load point of one request at a time.
+	one := mustExpand(t, base+"load: {}\n")
+	if l := one[0].Load; l == nil || l.Concurrency != 1 || l.InFlight() != 1 {
+		t.Errorf("empty load section: %+v", l)
+	}
+}

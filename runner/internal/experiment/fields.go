@@ -29,6 +29,16 @@ const (
 	DefaultCache          = "reset" // keep for a config that cannot reset (CanResetCache)
 	DefaultOrder          = "sequential"
 	DefaultRequestTimeout = 5 * time.Minute
+	DefaultArrival        = "poisson"
+	DefaultBurstiness     = 1.0
+	DefaultPrompts        = "distinct"
+)
+
+// Bounds of a load: a closed loop's requests in flight (and an open loop's cap), and an open
+// loop's rate in requests per second.
+const (
+	MaxConcurrency = 10_000
+	MaxRate        = 1_000_000
 )
 
 // kind is the type of a scalar field.
@@ -52,6 +62,7 @@ type field struct {
 	min, max float64  // bounds of a numeric field, when hasMin/hasMax
 	hasMin   bool
 	hasMax   bool
+	positive bool                // a number that must be above 0
 	check    func(string) string // extra check of a string value; returns a problem or ""
 	axis     bool                // can be swept
 	set      func(c *Config, v any)
@@ -124,14 +135,38 @@ var fields = []*field{
 	{path: "request.seed", kind: kindInt, axis: true,
 		set: func(c *Config, v any) { i := v.(int); c.Request.Seed = &i }, isSet: func(c *Config) bool { return c.Request.Seed != nil }},
 
+	{path: "load.concurrency", kind: kindInt, hasMin: true, min: 1, hasMax: true, max: MaxConcurrency, axis: true,
+		set: func(c *Config, v any) { loadOf(c).Concurrency = v.(int) }, isSet: func(c *Config) bool { return c.Load != nil && c.Load.Concurrency != 0 }},
+	{path: "load.rate", kind: kindNumber, positive: true, hasMax: true, max: MaxRate, axis: true,
+		set: func(c *Config, v any) { loadOf(c).Rate = v.(float64) }, isSet: func(c *Config) bool { return c.Load != nil && c.Load.Rate != 0 }},
+	{path: "load.arrival", kind: kindString, enum: []string{"constant", "poisson", "gamma"}, axis: true,
+		set: func(c *Config, v any) { loadOf(c).Arrival = v.(string) }, isSet: func(c *Config) bool { return c.Load != nil && c.Load.Arrival != "" }},
+	{path: "load.burstiness", kind: kindNumber, positive: true, hasMax: true, max: 1000, axis: true,
+		set: func(c *Config, v any) { loadOf(c).Burstiness = v.(float64) }, isSet: func(c *Config) bool { return c.Load != nil && c.Load.Burstiness != 0 }},
+	{path: "load.max_concurrency", kind: kindInt, hasMin: true, min: 1, hasMax: true, max: MaxConcurrency, axis: true,
+		set: func(c *Config, v any) { loadOf(c).MaxConcurrency = v.(int) }, isSet: func(c *Config) bool { return c.Load != nil && c.Load.MaxConcurrency != 0 }},
+	{path: "load.seed", kind: kindInt, axis: true,
+		set: func(c *Config, v any) { loadOf(c).Seed = int64(v.(int)) }, isSet: func(c *Config) bool { return c.Load != nil && c.Load.Seed != 0 }},
+	{path: "load.prompts", kind: kindString, enum: []string{"distinct", "shared"}, axis: true,
+		set: func(c *Config, v any) { loadOf(c).Prompts = v.(string) }, isSet: func(c *Config) bool { return c.Load != nil && c.Load.Prompts != "" }},
+
 	{path: "repetitions", kind: kindInt, hasMin: true, min: 1, hasMax: true, max: MaxRepetitions,
 		set: func(c *Config, v any) { c.Repetitions = v.(int) }, isSet: func(c *Config) bool { return c.Repetitions != 0 }},
 	{path: "warmup", kind: kindInt, hasMin: true, min: 0, hasMax: true, max: MaxWarmup,
 		set: func(c *Config, v any) { c.Warmup = v.(int) }, isSet: func(c *Config) bool { return c.Warmup != 0 }},
-	{path: "cache", kind: kindString, enum: []string{"reset", "keep"}, axis: true,
+	{path: "cache", kind: kindString, enum: []string{"reset", "reset_per_config", "keep"}, axis: true,
 		set: func(c *Config, v any) { c.Cache = v.(string) }, isSet: func(c *Config) bool { return c.Cache != "" }},
 	{path: "timeouts.request", kind: kindDuration,
 		set: func(c *Config, v any) { c.Timeouts.Request = v.(time.Duration) }, isSet: func(c *Config) bool { return c.Timeouts.Request != 0 }},
+}
+
+// loadOf returns c's load, made when c has none yet: setting any load field makes the config
+// a load point.
+func loadOf(c *Config) *LoadSpec {
+	if c.Load == nil {
+		c.Load = &LoadSpec{}
+	}
+	return c.Load
 }
 
 // fieldByPath finds a scalar field by its dotted path.
@@ -256,6 +291,8 @@ func (f *field) normalize(v any) (any, string) {
 func (f *field) bounds(x float64) string {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	switch {
+	case f.positive && !(x > 0):
+		return fmt.Sprintf("must be above 0, not %s", num(x))
 	case f.hasMin && f.hasMax && (x < f.min || x > f.max) && f.max < maxTokens:
 		return fmt.Sprintf("must be between %s and %s, not %s", num(f.min), num(f.max), num(x))
 	case f.hasMin && x < f.min:
