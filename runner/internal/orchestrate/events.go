@@ -124,6 +124,14 @@ type RequestNotSent struct {
 	Record record.Request
 }
 
+// LoadPointStarted says that the Requests requests of a config with a load section (warm-ups
+// included) are being sent as one load point, under the config's load.
+type LoadPointStarted struct {
+	ServerID string
+	Config   experiment.Config
+	Requests int
+}
+
 // ConfigDone says that every request of a config (its load point) is recorded.
 type ConfigDone struct {
 	Config experiment.Config
@@ -133,6 +141,7 @@ type ConfigDone struct {
 type RunFinished struct{}
 
 func (RunStarted) event()        {}
+func (LoadPointStarted) event()  {}
 func (RequestsSkipped) event()   {}
 func (ServerBooting) event()     {}
 func (BootOutput) event()        {}

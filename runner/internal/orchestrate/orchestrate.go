@@ -126,6 +126,9 @@ func (g group) counts() []measure.Counts {
 
 // jobs returns the group's requests in the order they are sent, generated as they are consumed.
 func (g group) jobs(exp *experiment.Experiment) iter.Seq[measure.Job] {
+	if g.underLoad() {
+		return g.loadJobs()
+	}
 	return measure.Schedule(g.counts(), exp.Order.Mode, exp.Order.Seed)
 }
 
@@ -175,6 +178,11 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	}
 	if npending == 0 {
 		return nil
+	}
+	if partial := PartialLoadPoints(g.configs, o.Done); len(partial) > 0 {
+		// Resume discards them first (results.Folder.Discard); rows of a cut-short load
+		// point must never be mixed with a new one's.
+		return fmt.Errorf("load points %s are partly recorded: discard their rows before resuming", strings.Join(partial, ", "))
 	}
 	pending := g.pending(o)
 	subs.tell(ServerBooting{Index: gi, Servers: ngroups, ServerID: g.serverID, Server: g.server, Configs: len(g.configs)})
@@ -308,6 +316,15 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 			}
 		}
 	}
+	// rest returns every job not taken yet.
+	rest := func(yield func(measure.Job) bool) {
+		for {
+			j, ok := next()
+			if !ok || !yield(j) {
+				return
+			}
+		}
+	}
 	for {
 		j, ok := next()
 		if !ok {
@@ -323,6 +340,24 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 			break
 		}
 		c := g.configs[j.Config]
+		if c.Load != nil && j.Phase != record.PhaseFirst {
+			// A load point: this job and the rest of its config's, sent as one block.
+			n := max(c.Warmup, 0) + max(c.Repetitions, 0)
+			for range n - 1 {
+				next()
+			}
+			err := rs.loadPoint(ctx, srv, client, j.Config, j.Seq, n, prompts)
+			if errors.Is(err, errServerGone) {
+				if err := rs.failAll(ctx, rest, record.ErrServer, "server exited: "+errString(srv.Err())); err != nil {
+					return err
+				}
+				break
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		rec := record.Request{}
 		resetOK := true
 		if reset {
@@ -385,6 +420,16 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 // earlier run. A failure here is left to the measured requests to show.
 func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client *measure.Client, prompts map[promptKey]string, reset bool) error {
 	var warm []measure.Job // at most the first request and the warm-ups: bounded by validation
+	if g.underLoad() {
+		// Every load point has its warm-ups in its own block: only the first request
+		// after the boot is to be made again.
+		for j := range g.jobs(o.Experiment) {
+			if o.Done.Has(g.configs[0].ID, j.Seq) {
+				warm = append(warm, j)
+			}
+			break
+		}
+	}
 	need := map[int]bool{}
 	for j := range g.pending(o) {
 		if j.Phase == record.PhaseMeasure {
@@ -392,7 +437,7 @@ func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client 
 		}
 	}
 	for j := range g.jobs(o.Experiment) {
-		if j.Phase == record.PhaseMeasure {
+		if j.Phase == record.PhaseMeasure || g.underLoad() {
 			break // warm-ups all come before the first measured request
 		}
 		if !o.Done.Has(g.configs[j.Config].ID, j.Seq) {
@@ -625,7 +670,12 @@ func params(c experiment.Config, model string, prompts map[promptKey]string) ope
 	r := c.Request
 	prompt := r.Prompt
 	if r.PromptTokens > 0 {
-		prompt = prompts[promptKey{api: r.API, n: r.PromptTokens}]
+		prompt = prompts[keyOf(c)]
+		if distinctPrompts(c) {
+			// Sent alone (the server's first request): a prefix none of the load
+			// point's requests has.
+			prompt = distinctPrefix(c.Load.Seed, c.ID, max(c.Warmup, 0)+max(c.Repetitions, 0)) + " " + prompt
+		}
 	}
 	return openai.Params{
 		API: openai.API(r.API), Model: model, Prompt: prompt,

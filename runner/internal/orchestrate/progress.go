@@ -65,6 +65,10 @@ func (p *Progress) Handle(e Event) error {
 		p.problem("record server %s: %v", e.ServerID, e.Err)
 	case Rewarming:
 		p.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", e.Requests)
+	case LoadPointStarted:
+		if !p.off() {
+			p.note("load point %s: %d requests, %s", e.Config.Label, e.Requests, describeLoad(e.Config.Load))
+		}
 	case RequestMeasured:
 		p.request(e.Config, e.Record)
 	case RequestNotSent:
@@ -234,4 +238,24 @@ func versionNote(v string) string {
 		return ""
 	}
 	return " (engine version " + v + ")"
+}
+
+// describeLoad says in words how a load point sends its requests.
+func describeLoad(l *experiment.LoadSpec) string {
+	switch {
+	case l == nil:
+		return "one at a time"
+	case l.Open():
+		s := fmt.Sprintf("open loop at %v requests/s (%s arrivals", l.Rate, l.Arrival)
+		if l.Arrival == "gamma" {
+			s += fmt.Sprintf(", burstiness %v", l.Burstiness)
+		}
+		s += ")"
+		if l.MaxConcurrency > 0 {
+			s += fmt.Sprintf(", at most %d in flight", l.MaxConcurrency)
+		}
+		return s
+	default:
+		return fmt.Sprintf("closed loop, %d in flight", l.Concurrency)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/tokens"
 )
@@ -13,6 +14,9 @@ import (
 type promptKey struct {
 	api string
 	n   int
+	// distinct: the text is the rest of a prompt that starts with a distinct prefix
+	// (distinctPrefix), counted with the prefix so that the whole is n tokens.
+	distinct bool
 }
 
 // serverTokenizes reports whether the server answers /tokenize, which makes its own tokenizer
@@ -41,7 +45,7 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 	out := map[promptKey]string{}
 	var chat tokens.Counter // chosen once, for the first chat config
 	for _, c := range g.configs {
-		k := promptKey{api: c.Request.API, n: c.Request.PromptTokens}
+		k := keyOf(c)
 		if k.n <= 0 {
 			continue
 		}
@@ -58,6 +62,9 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 		case server:
 			counter = completionsCounter(api, model)
 		}
+		if k.distinct {
+			counter = prefixed{counter, distinctPrefix(0, "", 0)}
+		}
 		text, _, err := tokens.Synthesize(ctx, counter, k.n, 0)
 		if err != nil {
 			return nil, fmt.Errorf("config %s: a prompt of %d tokens by %s: %w", c.Label, k.n, counter.Name(), err)
@@ -65,6 +72,21 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 		out[k] = text
 	}
 	return out, nil
+}
+
+// keyOf returns the key of the prompt a config sends.
+func keyOf(c experiment.Config) promptKey {
+	return promptKey{api: c.Request.API, n: c.Request.PromptTokens, distinct: distinctPrompts(c)}
+}
+
+// prefixed counts a text as the rest of a prompt that starts with prefix and a space.
+type prefixed struct {
+	tokens.Counter
+	prefix string
+}
+
+func (p prefixed) Count(ctx context.Context, text string) (int, error) {
+	return p.Counter.Count(ctx, p.prefix+" "+text)
 }
 
 // completionsCounter counts with the server's /tokenize as the server counts a /v1/completions

@@ -1,0 +1,231 @@
+package orchestrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/engine"
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/measure"
+	"github.com/onelayerdown/runner/runner/internal/record"
+)
+
+// underLoad reports whether any of the group's configs is a load point. Such a group runs its
+// configs one after another, each as one block: the server's first request alone, then for
+// each config its warm-ups and its measured requests (under its load when it has one).
+func (g group) underLoad() bool {
+	for _, c := range g.configs {
+		if c.Load != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// loadJobs is the request order of a group under load: the first request after the boot, then
+// config after config, each config's warm-ups before its measured requests.
+func (g group) loadJobs() iter.Seq[measure.Job] {
+	return func(yield func(measure.Job) bool) {
+		if len(g.configs) == 0 || !yield(measure.Job{Config: 0, Phase: record.PhaseFirst}) {
+			return
+		}
+		for ci, c := range g.configs {
+			seq := 0
+			if ci == 0 {
+				seq = 1
+			}
+			for r := range max(c.Warmup, 0) {
+				if !yield(measure.Job{Config: ci, Phase: record.PhaseWarmup, Rep: r, Seq: seq}) {
+					return
+				}
+				seq++
+			}
+			for r := range max(c.Repetitions, 0) {
+				if !yield(measure.Job{Config: ci, Phase: record.PhaseMeasure, Rep: r, Seq: seq}) {
+					return
+				}
+				seq++
+			}
+		}
+	}
+}
+
+// PartialLoadPoints returns the ids of the configs that are load points and have some, but not
+// all, of their requests in done: a load point interrupted part way. A resume must discard
+// their rows and run them again whole, since rows measured under a load that was cut short are
+// not rows of that load.
+func PartialLoadPoints(configs []experiment.Config, done interface{ Count(string) int }) []string {
+	var out []string
+	first := map[string]bool{}
+	for _, c := range configs {
+		want := max(c.Warmup, 0) + max(c.Repetitions, 0)
+		if !first[c.ServerID] {
+			first[c.ServerID] = true
+			want++
+		}
+		if n := done.Count(c.ID); c.Load != nil && n > 0 && n < want {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// errServerGone stops a load point whose server exited.
+var errServerGone = errors.New("server exited")
+
+// loadPoint sends the n requests of config ci, from seq0 on, as one load point under the
+// config's load, and records each as it completes. It returns errServerGone when the server
+// exited during the load point, once the requests it did not record are recorded as failed;
+// ctx's error when the run was interrupted (the load point is then partial, and a resume runs
+// it again whole); or an error that stops the run.
+func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *measure.Client, ci, seq0, n int, prompts map[promptKey]string) error {
+	c := rs.g.configs[ci]
+	l := c.Load
+	rs.subs.tell(LoadPointStarted{ServerID: rs.g.serverID, Config: c, Requests: n})
+	job := func(i int) measure.Job {
+		j := measure.Job{Config: ci, Seq: seq0 + i, Phase: record.PhaseMeasure, Rep: i - c.Warmup}
+		if i < c.Warmup {
+			j.Phase, j.Rep = record.PhaseWarmup, i
+		}
+		return j
+	}
+	recorded := make([]bool, n)
+	rest := func(class record.ErrorClass, msg string) error {
+		return rs.failAll(ctx, func(yield func(measure.Job) bool) {
+			for i, ok := range recorded {
+				if !ok && !yield(job(i)) {
+					return
+				}
+			}
+		}, class, msg)
+	}
+
+	perRequest := c.Cache == "reset"
+	resetOnce := c.Cache == "reset_per_config"
+	if resetOnce {
+		if err := srv.ResetCache(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if goingDown(ctx, srv) {
+				return errServerGone
+			}
+			// A load point measured on a cache that was not emptied is not the one asked for.
+			return rest(record.ErrCacheReset, "reset the prefix cache before the load point: "+err.Error())
+		}
+	}
+	distinct := distinctPrompts(c)
+	prepare := func(ctx context.Context, i int) (measure.Spec, error) {
+		if perRequest {
+			if err := srv.ResetCache(ctx); err != nil {
+				return measure.Spec{}, resetError{err}
+			}
+		}
+		p := params(c, srv.Model(), prompts)
+		if distinct {
+			p.Prompt = distinctPrefix(l.Seed, c.ID, i) + " " + prompts[keyOf(c)]
+		}
+		if perRequest || resetOnce {
+			p = withResetFields(p, srv.CacheResetFields())
+		}
+		return measure.Spec{Params: p, Timeout: c.Timeouts.Request}, nil
+	}
+	done := func(r measure.LoadResult) error {
+		j := job(r.Index)
+		rec := r.Record
+		if r.Err != nil {
+			var re resetError
+			if !errors.As(r.Err, &re) || ctx.Err() != nil {
+				return nil // not sent: the run was interrupted
+			}
+			if goingDown(ctx, srv) {
+				return errServerGone
+			}
+			rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
+				Error: "reset the prefix cache: " + re.err.Error(), Start: time.Now().UTC(), InFlight: 0}
+		} else if rec.ErrorClass == record.ErrCanceled {
+			return nil // stopped mid-request: the load point is partial, and a resume runs it again
+		}
+		rec.ConfigID, rec.ServerID = c.ID, c.ServerID
+		rec.Seq, rec.Phase, rec.Rep = j.Seq, j.Phase, j.Rep
+		rec.Cache = c.Cache
+		rec.CacheReset = (perRequest && r.Err == nil) || (resetOnce && r.Index == 0)
+		rec.MaxTokens = c.Request.MaxTokens
+		if c.Request.PromptTokens > 0 {
+			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
+		}
+		if err := rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
+			return err
+		}
+		recorded[r.Index] = true
+		if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && goingDown(ctx, srv) {
+			return errServerGone
+		}
+		return nil
+	}
+	err := measure.RunLoad(ctx, client, measureLoad(l), n, prepare, done)
+	switch {
+	case errors.Is(err, errServerGone):
+		rs.subs.tell(ServerExited{ServerID: rs.g.serverID, Engine: rs.g.server.Engine, Err: srv.Err()})
+		if ferr := rest(record.ErrServer, "server exited: "+errString(srv.Err())); ferr != nil {
+			return ferr
+		}
+		return errServerGone
+	case err != nil:
+		return err
+	}
+	return ctx.Err()
+}
+
+// resetError is a cache reset that failed before a request of a load point.
+type resetError struct{ err error }
+
+func (e resetError) Error() string { return "reset the prefix cache: " + e.err.Error() }
+
+// measureLoad converts a config's load into the load measure runs.
+func measureLoad(l *experiment.LoadSpec) measure.Load {
+	return measure.Load{Concurrency: l.Concurrency, Rate: l.Rate, Arrival: l.Arrival, Burstiness: l.Burstiness,
+		MaxConcurrency: l.MaxConcurrency, Seed: l.Seed}
+}
+
+// distinctPrompts reports whether each request of the config gets a prompt of its own: a load
+// point whose prompt is synthesised from prompt_tokens, unless its load says shared.
+// A prompt shorter than minDistinct tokens has no room for the prefix and is shared.
+func distinctPrompts(c experiment.Config) bool {
+	return c.Load != nil && c.Load.Prompts != "shared" && c.Request.PromptTokens >= minDistinct
+}
+
+// minDistinct is the shortest prompt that gets a distinct prefix, in tokens.
+const minDistinct = 2 * prefixWords
+
+// prefixWords is the length of a distinct prompt's prefix, in one-letter words.
+const prefixWords = 6
+
+// distinctPrefix returns request i's prefix of a load point's prompts: prefixWords lower-case
+// letters separated by spaces, each a token of its own in BPE and SentencePiece vocabularies
+// alike (a pre-tokenizer splits at spaces), so every prefix has the same token count and the
+// prompt's length stays exact. The prefixes are the base-26 digits of i plus an offset drawn
+// from the seed and the config: distinct within a load point (26^6 is above the most requests a
+// run may send), and unlikely to meet another config's. They differ in the prompt's first
+// tokens, so no request finds another's prompt in a prefix cache, which matches blocks from
+// the start.
+func distinctPrefix(seed int64, configID string, i int) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", seed, configID)
+	const space = 26 * 26 * 26 * 26 * 26 * 26
+	v := (h.Sum64()%space + uint64(i)) % space
+	var b strings.Builder
+	for k := range prefixWords {
+		if k > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte(byte('a' + v%26))
+		v /= 26
+	}
+	return b.String()
+}
