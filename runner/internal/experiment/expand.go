@@ -683,7 +683,7 @@ func (x *expander) checkLoad(c *Config, src map[string]string, set map[string]bo
 		if strings.HasPrefix(src["load.concurrency"], "matrix.") {
 			at = src["load.concurrency"]
 		}
-		x.errorf(at, "load.concurrency (a closed loop) and load.rate (an open loop) are both set: choose one per load point; cap an open loop with load.max_concurrency, or sweep both kinds with matrix.include entries%s", about("load.rate", "load.concurrency"))
+		x.errorf(at, "load.concurrency (a closed loop) and load.rate (an open loop) are both set: choose one per load point; cap an open loop with load.max_concurrency; to measure both kinds, write them in two experiment files%s", about("load.rate", "load.concurrency"))
 		return
 	}
 	if !open {

@@ -239,3 +239,51 @@ func TestPartialLoadPointRefused(t *testing.T) {
 		t.Errorf("%d requests sent to a folder that cannot be resumed", len(ls.prompts))
 	}
 }
+
+// TestRunLoadRefused checks a server that starts refusing connections under load, closed and
+// open: after the first request its listener closes, so every new connection is refused while
+// the connections already open keep working. Every request is recorded, the failed ones with
+// their class, and the run ends by itself.
+func TestRunLoadRefused(t *testing.T) {
+	for _, load := range []string{"concurrency: 8", "rate: 400\n  max_concurrency: 4"} {
+		c := sim.DefaultConfig()
+		c.Model = "sim-model"
+		s, err := sim.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts *httptest.Server
+		var once sync.Once
+		ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.ServeHTTP(w, r)
+			if r.URL.Path == "/v1/completions" {
+				once.Do(func() { ts.Listener.Close() })
+			}
+		}))
+		e, cfgs := loadExperiment(t, ts.URL, "cache: keep\nload:\n  prompts: shared\n  "+load+"\n")
+		f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Logs: f.ServerLog, Subscribers: []Subscriber{Record(f)}})
+		cancel()
+		ts.Close()
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Sent != 11 || out.Failed == 0 {
+			t.Fatalf("%s: outcome %+v, want 11 sent, some failed", load, out)
+		}
+		reqs, err := results.LoadRequests(f.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reqs {
+			if r.Status != record.StatusOK && r.ErrorClass != record.ErrConnect {
+				t.Errorf("%s: %s-%d: %s %s %s", load, r.ConfigID, r.Seq, r.Status, r.ErrorClass, r.Error)
+			}
+		}
+	}
+}
