@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/runner
 PKGS    := ./...
 
-.PHONY: help build test test-short lint fmt bench ollama model demo sim-demo
+.PHONY: help build test test-short lint fmt bench ollama model demo demo-load sim-demo sim-load
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,5 +36,11 @@ model: build ## generate the tiny random-weight llama model bin/tiny.gguf
 demo: build ollama model ## the main job on any machine: run experiments/cpu-demo.yaml on the real CPU engine
 	$(BIN) experiments/cpu-demo.yaml
 
+demo-load: build ollama model ## latency under load on the real CPU engine: experiments/cpu-load.yaml
+	$(BIN) experiments/cpu-load.yaml
+
 sim-demo: build ## run experiments/sim-smoke.yaml against the simulator (seconds, nothing to install)
 	$(BIN) experiments/sim-smoke.yaml
+
+sim-load: build ## a concurrency sweep against the simulator with continuous batching (seconds)
+	$(BIN) experiments/sim-load.yaml
