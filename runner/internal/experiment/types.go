@@ -119,9 +119,9 @@ type Config struct {
 	// experiment without a load section, whose requests go one at a time in the experiment's
 	// order, exactly as before loads existed. A config with a Load is one load point: its
 	// requests run as one block, warm-ups first, under its load.
-	Load *LoadSpec
+	Load *LoadSpec `json:",omitempty"`
 	// SLO is the experiment's service-level objective; it plays no part in the config's id.
-	SLO []Bound
+	SLO []Bound `json:",omitempty"`
 }
 
 // LoadSpec is how the requests of one load point arrive: a closed loop keeps Concurrency requests
