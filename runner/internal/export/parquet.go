@@ -48,8 +48,8 @@ type Report struct {
 // TIMESTAMP(NANOS, UTC), a string BYTE_ARRAY STRING holding the cell's text as in the CSV. A
 // column whose cells can be empty is optional, and an empty cell is null; the others are
 // required. Each file is written to a temporary name and renamed, so a file of a given name
-// is either an earlier export's or complete. A summary.csv that the folder does not have yet
-// (an interrupted run) is skipped with a note, as is a torn last line of a folder whose writer
+// is either an earlier export's or complete. A summary.csv or load.csv that the folder does not
+// have (an interrupted run, or a folder older than load.csv) is skipped with a note, as is a torn last line of a folder whose writer
 // died.
 func Parquet(dir, out string) (*Report, error) {
 	r, err := results.Open(dir)
@@ -63,8 +63,12 @@ func Parquet(dir, out string) (*Report, error) {
 	rep := &Report{}
 	for _, f := range r.Schema() {
 		src := filepath.Join(dir, f.File)
-		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) && f.File == results.SummaryFile {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: not in the folder (it is written when a run finishes); skipped", f.File))
+		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) && (f.File == results.SummaryFile || f.File == results.LoadFile) {
+			why := "it is written when a run finishes"
+			if f.File == results.LoadFile {
+				why += "; folders written before it existed lack it"
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: not in the folder (%s); skipped", f.File, why))
 			continue
 		}
 		dst := filepath.Join(out, strings.TrimSuffix(f.File, ".csv")+".parquet")

@@ -260,8 +260,8 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 }
 
-// TestParquetInterruptedFolder exports a folder whose writer was killed: summary.csv is
-// skipped and the torn last line of events.csv left out, each with a note.
+// TestParquetInterruptedFolder exports a folder whose writer was killed: summary.csv and
+// load.csv are skipped and the torn last line of events.csv left out, each with a note.
 func TestParquetInterruptedFolder(t *testing.T) {
 	dir := writeFolder(t, false)
 	out := t.TempDir()
@@ -269,9 +269,10 @@ func TestParquetInterruptedFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Files) != 4 || len(rep.Notes) != 2 ||
+	if len(rep.Files) != 4 || len(rep.Notes) != 3 ||
 		!strings.Contains(rep.Notes[0], "events.csv: skipped a torn last line") ||
-		!strings.Contains(rep.Notes[1], "summary.csv: not in the folder") {
+		!strings.Contains(rep.Notes[1], "summary.csv: not in the folder") ||
+		!strings.Contains(rep.Notes[2], "load.csv: not in the folder") {
 		t.Errorf("files %+v, notes %q", rep.Files, rep.Notes)
 	}
 	_, rows := readParquet(t, filepath.Join(out, "events.parquet"))

@@ -177,6 +177,28 @@ func (r *Reader) Summary() ([]SummaryRow, error) {
 	return Summarize(r.man.Configs, reqs), nil
 }
 
+// StoredLoad returns the rows of load.csv as the writer left them. An interrupted folder has
+// none, and neither has a folder written before the file existed; LoadSummary computes them
+// from the requests in any state.
+func (r *Reader) StoredLoad() ([]LoadRow, error) {
+	var rows []LoadRow
+	_, err := scanAll(r.dir, LoadFile, NewLoadScanner, false, func(l LoadRow, _ int) error {
+		rows = append(rows, l)
+		return nil
+	})
+	return rows, err
+}
+
+// LoadSummary computes the load summary of the folder's requests, as Close writes it to
+// load.csv.
+func (r *Reader) LoadSummary() ([]LoadRow, error) {
+	reqs, err := r.Requests()
+	if err != nil {
+		return nil, err
+	}
+	return SummarizeLoad(r.man.Configs, reqs), nil
+}
+
 // LoadRequests opens the result folder dir and returns all its requests with their events and
 // texts; see Reader.Requests.
 func LoadRequests(dir string) ([]record.Request, error) {
