@@ -163,7 +163,8 @@ func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string
 
 // WriteParquet reads the CSV file described by f from r and writes it to w as Parquet, with
 // the column types of f (see Parquet). It checks the header against f and every row's
-// schema_version, and returns the number of rows.
+// schema_version, and returns the number of rows. A header that lacks optional columns at the
+// end of f (a file written before they were added) is accepted: those columns are null.
 func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
@@ -178,7 +179,10 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	for _, c := range f.Columns {
 		names = append(names, c.Name)
 	}
-	if !reflect.DeepEqual(header, names) {
+	// A file written before columns were added at the end of its table has a shorter header;
+	// the columns it lacks are null in every row, which only an optional column allows.
+	have := len(header)
+	if have > len(names) || !reflect.DeepEqual(header, names[:have]) || !allOptional(f.Columns[have:]) {
 		return 0, fmt.Errorf("export: %s:1: header %s is not the format's %s", f.File,
 			strings.Join(header, ","), strings.Join(names, ","))
 	}
@@ -214,7 +218,11 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		}
 		row := make(parquet.Row, len(f.Columns))
 		for i, c := range f.Columns {
-			v, err := cellValue(c, rec[i])
+			cell := ""
+			if i < have {
+				cell = rec[i]
+			}
+			v, err := cellValue(c, cell)
 			if err != nil {
 				return 0, fmt.Errorf("export: %s:%d: %s: %w", f.File, line, c.Name, err)
 			}
@@ -239,6 +247,16 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
 	}
 	return n, nil
+}
+
+// allOptional reports whether every column of cols may hold a missing value.
+func allOptional(cols []results.Column) bool {
+	for _, c := range cols {
+		if c.Required {
+			return false
+		}
+	}
+	return true
 }
 
 // cellValue converts one CSV cell of column c to a Parquet value.

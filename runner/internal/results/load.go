@@ -102,9 +102,12 @@ func parseSeconds(s string) (time.Duration, error) {
 		return 0, err
 	}
 	ip, fp, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
-	if isDigits(ip) && (fp == "" || isDigits(fp)) && len(fp) <= 9 && len(ip) <= 9 {
+	if isDigits(ip) && (fp == "" || isDigits(fp)) && len(fp) <= 9 && len(ip) <= 10 {
 		whole, _ := strconv.ParseInt(ip, 10, 64)
 		frac, _ := strconv.ParseInt(fp+strings.Repeat("0", 9-len(fp)), 10, 64)
+		if whole > (math.MaxInt64-frac)/1e9 {
+			return 0, fmt.Errorf("not a number of seconds that a duration holds: %q", s)
+		}
 		d := time.Duration(whole*1e9 + frac)
 		if strings.HasPrefix(s, "-") {
 			d = -d
