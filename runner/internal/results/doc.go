@@ -15,6 +15,7 @@
 //	load.csv        per config, as a load point: achieved rate, throughput, goodput, send lag
 //	datapackage.json the CSV files' columns and types (a Frictionless tabular data package)
 //	logs/           the servers' own logs
+//	discarded/      the rows of partial load points that a resume set aside (see Folder.Discard)
 //
 // Every file carries FormatVersion (a schema_version column or field), and readers refuse a
 // version they do not know. Rows are appended and flushed as each request completes, so a

@@ -210,6 +210,7 @@ func (f *Folder) Manifest() Manifest {
 	m := f.man
 	m.Servers = append([]ServerInfo(nil), m.Servers...)
 	m.Resumes = append([]time.Time(nil), m.Resumes...)
+	m.Discarded = append([]Discarded(nil), m.Discarded...)
 	return m
 }
 
