@@ -33,7 +33,7 @@ func TestLoadGates(t *testing.T) {
 			new:  []results.LoadRow{loadPoint("a", 9, 1000, 20), loadPoint("b", nan, 500, 5)},
 			want: []string{"a goodput: 10 → 9 requests/s (-10.00%) is beyond -5% (one value per config: no significance test"}},
 		{name: "throughput and rate", fail: "throughput:-10%,achieved_rate_rps:-10%", old: base,
-			new: []results.LoadRow{loadPoint("a", 10, 800, 20), loadPoint("b", nan, 500, 4)},
+			new:  []results.LoadRow{loadPoint("a", 10, 800, 20), loadPoint("b", nan, 500, 4)},
 			want: []string{"a throughput: 1000 → 800 tokens/s (-20.00%) is beyond -10%", "b rate: 5 → 4 requests/s (-20.00%) is beyond -10%"}},
 		{name: "no SLO on either side", fail: "goodput:-5%", old: base, new: base},
 		{name: "new folder without load.csv", fail: "throughput:-10%", old: base, new: nil,
