@@ -238,7 +238,9 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 	for _, t := range opt.Thresholds {
 		thresholds[t.Metric] = t
 	}
-	var failures []string // the failed-rate rule's findings, one per config beyond it
+	var failures []string // the failed-rate and load rules' findings, one per config beyond them
+	var missingLoad []string
+	oldLoad, newLoad := loadRows(old, opt.JoinBy), loadRows(new, opt.JoinBy)
 	for _, o := range oc.order {
 		n := nc.byKey[o.key]
 		if n == nil {
@@ -252,7 +254,20 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 				failures = append(failures, why)
 			}
 		}
+		for _, m := range loadMetrics {
+			t, ok := thresholds[m.name]
+			if !ok {
+				continue
+			}
+			switch why, missing := loadRule(o, n, oldLoad, newLoad, t); {
+			case missing && !opt.AllowMissing:
+				missingLoad = append(missingLoad, why)
+			case !missing && why != "":
+				failures = append(failures, why)
+			}
+		}
 	}
+	failures = append(failures, missingLoad...)
 	for _, n := range nc.order {
 		if oc.byKey[n.key] == nil {
 			rep.OnlyNew = append(rep.OnlyNew, n.ref)
@@ -326,6 +341,7 @@ type config struct {
 	key      string
 	ref      ConfigRef
 	measured []*record.Request
+	loaded   bool // a load section, or rows sent under one: the load-only metrics apply
 }
 
 type configSet struct {
@@ -358,9 +374,11 @@ func groupConfigs(s *Side, by JoinBy) (*configSet, error) {
 		if byID[c.ID] != nil {
 			continue
 		}
-		if _, err := add(c.ID, c.Label); err != nil {
+		g, err := add(c.ID, c.Label)
+		if err != nil {
 			return nil, err
 		}
+		g.loaded = c.Load != nil
 	}
 	for i := range s.Requests {
 		r := &s.Requests[i]
@@ -376,6 +394,7 @@ func groupConfigs(s *Side, by JoinBy) (*configSet, error) {
 		if r.Phase == record.PhaseMeasure {
 			c.measured = append(c.measured, r)
 		}
+		c.loaded = c.loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
 	}
 	return set, nil
 }
@@ -410,6 +429,9 @@ func (c *config) values(m results.Metric) (xs []float64, failed int) {
 func configRows(o, n *config, alpha float64, thresholds map[string]Threshold) []Row {
 	var rows []Row
 	for _, m := range results.Metrics() {
+		if m.LoadOnly() && !(o != nil && o.loaded) && !(n != nil && n.loaded) {
+			continue // neither side was under load: as summaries do, leave the metric out
+		}
 		row := Row{Metric: m.Name, Unit: m.Unit, Presence: Both, ChangePct: math.NaN(), P: math.NaN(), MinP: math.NaN(),
 			Verdict: Untested}
 		var ox, nx []float64

@@ -70,11 +70,15 @@ func MetricNames() [][]string {
 const FailedMetric = "failed"
 
 // ParseMetric returns the results metric name that name stands for: ttft and ttft_ms both
-// give ttft_ms; failed gives FailedMetric. Case does not matter.
+// give ttft_ms; failed gives FailedMetric; goodput, throughput and rate (or their load.csv
+// column names) give GoodputMetric, ThroughputMetric and RateMetric. Case does not matter.
 func ParseMetric(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if key == FailedMetric {
 		return FailedMetric, nil
+	}
+	if m, ok := loadMetricNamed(key); ok {
+		return m.name, nil
 	}
 	var all []string
 	for _, names := range MetricNames() {
@@ -85,7 +89,7 @@ func ParseMetric(name string) (string, error) {
 		}
 		all = append(all, names[len(names)-1])
 	}
-	all = append(all, FailedMetric)
+	all = append(all, FailedMetric, GoodputMetric, ThroughputMetric, RateMetric)
 	return "", fmt.Errorf("unknown metric %q (want one of %s)", name, strings.Join(all, ", "))
 }
 

@@ -48,8 +48,8 @@ type Report struct {
 // TIMESTAMP(NANOS, UTC), a string BYTE_ARRAY STRING holding the cell's text as in the CSV. A
 // column whose cells can be empty is optional, and an empty cell is null; the others are
 // required. Each file is written to a temporary name and renamed, so a file of a given name
-// is either an earlier export's or complete. A summary.csv that the folder does not have yet
-// (an interrupted run) is skipped with a note, as is a torn last line of a folder whose writer
+// is either an earlier export's or complete. A summary.csv or load.csv that the folder does not
+// have (an interrupted run, or a folder older than load.csv) is skipped with a note, as is a torn last line of a folder whose writer
 // died.
 func Parquet(dir, out string) (*Report, error) {
 	r, err := results.Open(dir)
@@ -63,8 +63,12 @@ func Parquet(dir, out string) (*Report, error) {
 	rep := &Report{}
 	for _, f := range r.Schema() {
 		src := filepath.Join(dir, f.File)
-		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) && f.File == results.SummaryFile {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: not in the folder (it is written when a run finishes); skipped", f.File))
+		if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) && (f.File == results.SummaryFile || f.File == results.LoadFile) {
+			why := "it is written when a run finishes"
+			if f.File == results.LoadFile {
+				why += "; folders written before it existed lack it"
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: not in the folder (%s); skipped", f.File, why))
 			continue
 		}
 		dst := filepath.Join(out, strings.TrimSuffix(f.File, ".csv")+".parquet")
@@ -159,7 +163,8 @@ func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string
 
 // WriteParquet reads the CSV file described by f from r and writes it to w as Parquet, with
 // the column types of f (see Parquet). It checks the header against f and every row's
-// schema_version, and returns the number of rows.
+// schema_version, and returns the number of rows. A header that lacks optional columns at the
+// end of f (a file written before they were added) is accepted: those columns are null.
 func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
@@ -174,7 +179,10 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	for _, c := range f.Columns {
 		names = append(names, c.Name)
 	}
-	if !reflect.DeepEqual(header, names) {
+	// A file written before columns were added at the end of its table has a shorter header;
+	// the columns it lacks are null in every row, which only an optional column allows.
+	have := len(header)
+	if have > len(names) || !reflect.DeepEqual(header, names[:have]) || !allOptional(f.Columns[have:]) {
 		return 0, fmt.Errorf("export: %s:1: header %s is not the format's %s", f.File,
 			strings.Join(header, ","), strings.Join(names, ","))
 	}
@@ -210,7 +218,11 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		}
 		row := make(parquet.Row, len(f.Columns))
 		for i, c := range f.Columns {
-			v, err := cellValue(c, rec[i])
+			cell := ""
+			if i < have {
+				cell = rec[i]
+			}
+			v, err := cellValue(c, cell)
 			if err != nil {
 				return 0, fmt.Errorf("export: %s:%d: %s: %w", f.File, line, c.Name, err)
 			}
@@ -235,6 +247,16 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
 	}
 	return n, nil
+}
+
+// allOptional reports whether every column of cols may hold a missing value.
+func allOptional(cols []results.Column) bool {
+	for _, c := range cols {
+		if c.Required {
+			return false
+		}
+	}
+	return true
 }
 
 // cellValue converts one CSV cell of column c to a Parquet value.

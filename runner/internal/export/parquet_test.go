@@ -260,8 +260,8 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 }
 
-// TestParquetInterruptedFolder exports a folder whose writer was killed: summary.csv is
-// skipped and the torn last line of events.csv left out, each with a note.
+// TestParquetInterruptedFolder exports a folder whose writer was killed: summary.csv and
+// load.csv are skipped and the torn last line of events.csv left out, each with a note.
 func TestParquetInterruptedFolder(t *testing.T) {
 	dir := writeFolder(t, false)
 	out := t.TempDir()
@@ -269,9 +269,10 @@ func TestParquetInterruptedFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Files) != 4 || len(rep.Notes) != 2 ||
+	if len(rep.Files) != 4 || len(rep.Notes) != 3 ||
 		!strings.Contains(rep.Notes[0], "events.csv: skipped a torn last line") ||
-		!strings.Contains(rep.Notes[1], "summary.csv: not in the folder") {
+		!strings.Contains(rep.Notes[1], "summary.csv: not in the folder") ||
+		!strings.Contains(rep.Notes[2], "load.csv: not in the folder") {
 		t.Errorf("files %+v, notes %q", rep.Files, rep.Notes)
 	}
 	_, rows := readParquet(t, filepath.Join(out, "events.parquet"))
@@ -290,6 +291,8 @@ func TestWriteParquetRefusals(t *testing.T) {
 	}{
 		{"empty", "", "x.csv:1: empty file"},
 		{"other header", "schema_version,t,n\n", "x.csv:1: header schema_version,t,n is not the format's schema_version,n,t"},
+		{"required column missing", "schema_version\n", "x.csv:1: header schema_version is not the format's schema_version,n,t"},
+		{"extra column", "schema_version,n,t,u\n", "x.csv:1: header schema_version,n,t,u is not the format's schema_version,n,t"},
 		{"other version", "schema_version,n,t\n2,1,\n", "x.csv:2: schema_version 2 is not supported"},
 		{"not an integer", "schema_version,n,t\n1,1.5,\n", `x.csv:2: n: not an integer: "1.5"`},
 		{"empty required", "schema_version,n,t\n1,1,\n1,,\n", "x.csv:3: n: empty cell in a column that always has a value"},
@@ -305,6 +308,49 @@ func TestWriteParquetRefusals(t *testing.T) {
 				t.Errorf("error %v is not a *results.VersionError", err)
 			}
 		})
+	}
+}
+
+// TestParquetFolderWithoutLoadColumns exports a folder written before requests.csv had its
+// load columns: the Parquet file has every column of the format, those it lacks null.
+func TestParquetFolderWithoutLoadColumns(t *testing.T) {
+	dir := writeFolder(t, true)
+	path := filepath.Join(dir, results.RequestsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(recs[0]) - 7
+	if recs[0][n] != "load_mode" {
+		t.Fatalf("column %d is %s, want load_mode", n, recs[0][n])
+	}
+	var old bytes.Buffer
+	w := csv.NewWriter(&old)
+	for _, r := range recs {
+		w.Write(r[:n])
+	}
+	w.Flush()
+	if err := os.WriteFile(path, old.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := Parquet(dir, out); err != nil {
+		t.Fatal(err)
+	}
+	pf, rows := readParquet(t, filepath.Join(out, "requests.parquet"))
+	if got := len(pf.Schema().Fields()); got != len(results.RequestColumns()) || len(rows) != len(recs)-1 {
+		t.Fatalf("%d columns and %d rows, want %d and %d", got, len(rows), len(results.RequestColumns()), len(recs)-1)
+	}
+	for _, row := range rows {
+		for j := n; j < len(row); j++ {
+			if !row[j].IsNull() {
+				t.Errorf("column %s holds %v, want null", results.RequestColumns()[j].Name, row[j])
+			}
+		}
 	}
 }
 

@@ -12,8 +12,10 @@
 //	errors.jsonl    the error text of each failed request
 //	servers.csv     one row per server boot: boot time, exit status, log file
 //	summary.csv     per config and metric: n, min, median, p95, p99, max, mean, stddev, CI
+//	load.csv        per config, as a load point: achieved rate, throughput, goodput, send lag
 //	datapackage.json the CSV files' columns and types (a Frictionless tabular data package)
 //	logs/           the servers' own logs
+//	discarded/      the rows of partial load points that a resume set aside (see Folder.Discard)
 //
 // Every file carries FormatVersion (a schema_version column or field), and readers refuse a
 // version they do not know. Rows are appended and flushed as each request completes, so a
@@ -34,6 +36,7 @@ const (
 	ErrorsFile   = "errors.jsonl"
 	ServersFile  = "servers.csv"
 	SummaryFile  = "summary.csv"
+	LoadFile     = "load.csv"         // folders written before it lack it
 	SchemaFile   = "datapackage.json" // the CSV files' columns and types; folders written before it lack it
 	LogsDir      = "logs"
 	lockFile     = ".lock"

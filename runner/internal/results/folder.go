@@ -210,6 +210,7 @@ func (f *Folder) Manifest() Manifest {
 	m := f.man
 	m.Servers = append([]ServerInfo(nil), m.Servers...)
 	m.Resumes = append([]time.Time(nil), m.Resumes...)
+	m.Discarded = append([]Discarded(nil), m.Discarded...)
 	return m
 }
 
@@ -372,7 +373,7 @@ func serversCSV(servers []ServerInfo) []byte {
 	return encodeCSV(recs...)
 }
 
-// Close finishes the folder: it writes summary.csv from every row the folder holds, records
+// Close finishes the folder: it writes summary.csv and load.csv from every row the folder holds, records
 // the end time and status in the manifest, and releases the folder. status is complete,
 // interrupted or failed.
 func (f *Folder) Close(status Status) error {
@@ -397,6 +398,9 @@ func (f *Folder) Close(status Status) error {
 	if err := WriteSummary(&buf, Summarize(f.man.Configs, f.rows)); err != nil {
 		errs = append(errs, err)
 	} else if err := writeAtomic(f.dir, SummaryFile, buf.Bytes()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := writeAtomic(f.dir, LoadFile, loadCSV(SummarizeLoad(f.man.Configs, f.rows))); err != nil {
 		errs = append(errs, err)
 	}
 	// Written again so that a folder resumed from before folders carried the file has it too.

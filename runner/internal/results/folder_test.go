@@ -121,7 +121,7 @@ func TestFolderRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stored) != 2*len(Metrics()) || len(stored) != len(computed) {
+	if len(stored) != 2*len(plainMetrics()) || len(stored) != len(computed) {
 		t.Fatalf("summary has %d rows, computed %d", len(stored), len(computed))
 	}
 	for i := range stored {

@@ -49,6 +49,7 @@ func TestHeadersGolden(t *testing.T) {
 		{EventsFile, EventColumns()},
 		{ServersFile, ServerColumns()},
 		{SummaryFile, SummaryColumns()},
+		{LoadFile, LoadColumns()},
 	} {
 		var names []string
 		for _, c := range f.cols {
@@ -78,7 +79,7 @@ func TestFolderGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Strings(names)
-	want := []string{ConfigsFile, SchemaFile, ErrorsFile, EventsFile, "logs/s0-77aa.log", ManifestFile, OutputsFile, RequestsFile,
+	want := []string{ConfigsFile, SchemaFile, ErrorsFile, EventsFile, LoadFile, "logs/s0-77aa.log", ManifestFile, OutputsFile, RequestsFile,
 		ServersFile, SummaryFile}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("folder holds %q, want %q", names, want)

@@ -48,6 +48,8 @@ type Manifest struct {
 	Start   time.Time   `json:"start_time"`
 	End     *time.Time  `json:"end_time,omitempty"`
 	Resumes []time.Time `json:"resume_times,omitempty"` // when each resume began
+	// Discarded lists the configs whose rows a resume moved to discarded/, in order.
+	Discarded []Discarded `json:"discarded,omitempty"`
 }
 
 // RunnerInfo identifies the runner build that wrote a folder.

@@ -177,6 +177,28 @@ func (r *Reader) Summary() ([]SummaryRow, error) {
 	return Summarize(r.man.Configs, reqs), nil
 }
 
+// StoredLoad returns the rows of load.csv as the writer left them. An interrupted folder has
+// none, and neither has a folder written before the file existed; LoadSummary computes them
+// from the requests in any state.
+func (r *Reader) StoredLoad() ([]LoadRow, error) {
+	var rows []LoadRow
+	_, err := scanAll(r.dir, LoadFile, NewLoadScanner, false, func(l LoadRow, _ int) error {
+		rows = append(rows, l)
+		return nil
+	})
+	return rows, err
+}
+
+// LoadSummary computes the load summary of the folder's requests, as Close writes it to
+// load.csv.
+func (r *Reader) LoadSummary() ([]LoadRow, error) {
+	reqs, err := r.Requests()
+	if err != nil {
+		return nil, err
+	}
+	return SummarizeLoad(r.man.Configs, reqs), nil
+}
+
 // LoadRequests opens the result folder dir and returns all its requests with their events and
 // texts; see Reader.Requests.
 func LoadRequests(dir string) ([]record.Request, error) {
@@ -194,10 +216,15 @@ type Loaded struct {
 	Status   Status           // the folder's state (a running folder without a writer is interrupted)
 	Requests []record.Request // every request row, in file order, with events and texts joined in
 	Servers  []ServerInfo     // every server boot, from servers.csv
-	Notes    []string         // what the reader skipped, such as a torn last line, one sentence each
+	// Load holds each config as a load point: load.csv, or for a folder whose run has not
+	// finished, computed from its requests. Nil for a finished folder written before load.csv
+	// existed.
+	Load  []LoadRow
+	Notes []string // what the reader skipped, such as a torn last line, one sentence each
 }
 
-// Load opens the result folder dir and reads its manifest, all its requests and its servers. It
+// Load opens the result folder dir and reads its manifest, all its requests, its servers and
+// its load points. It
 // fails on a folder it cannot read, including one of a format version it does not know.
 func Load(dir string) (*Loaded, error) {
 	r, err := Open(dir)
@@ -212,5 +239,13 @@ func Load(dir string) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return &Loaded{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Notes: r.Notes()}, nil
+	var load []LoadRow
+	if _, err := os.Stat(filepath.Join(dir, LoadFile)); err == nil {
+		if load, err = r.StoredLoad(); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+	} else if r.tolerant() {
+		load = SummarizeLoad(r.man.Configs, reqs)
+	}
+	return &Loaded{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Load: load, Notes: r.Notes()}, nil
 }

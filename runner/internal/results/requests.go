@@ -15,8 +15,9 @@ func RequestID(configID string, seq int) string { return configID + "-" + strcon
 type req = record.Request
 
 // requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
-// with six decimals; a nil value is an empty cell.
-var requestsTable = &table[req]{file: RequestsFile, cols: []column[req]{
+// with six decimals; a nil value is an empty cell. The load columns came later: a file written
+// before them has none, and reads as requests without a load section.
+var requestsTable = &table[req]{file: RequestsFile, cols: append([]column[req]{
 	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
 		check: checkRequestID},
@@ -59,7 +60,16 @@ var requestsTable = &table[req]{file: RequestsFile, cols: []column[req]{
 	boolCol("return_token_ids", func(r *req) *bool { return &r.ReturnTokenIDs }),
 	strCol("cache", func(r *req) *string { return &r.Cache }),
 	boolCol("cache_reset", func(r *req) *bool { return &r.CacheReset }),
-}}
+}, addedLater(
+	// How the request was sent under load: empty cells for a request without a load section.
+	typedStrCol("load_mode", func(r *req) *record.LoadMode { return &r.LoadMode }),
+	zeroIsMissingIntCol("concurrency", func(r *req) *int { return &r.Concurrency }),
+	zeroIsMissingFloatCol("rate_rps", 6, func(r *req) *float64 { return &r.Rate }),
+	msCol("scheduled_ms", func(r *req) **time.Duration { return &r.Scheduled }),
+	msCol("send_lag_ms", func(r *req) **time.Duration { return &r.SendLag }),
+	msCol("cap_wait_ms", func(r *req) **time.Duration { return &r.CapWait }),
+	zeroIsMissingIntCol("in_flight", func(r *req) *int { return &r.InFlight }),
+)...)}
 
 // RequestColumns returns the columns of requests.csv in file order.
 func RequestColumns() []Column { return requestsTable.Columns() }

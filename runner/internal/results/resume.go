@@ -93,6 +93,9 @@ func (f *Folder) repair() error {
 	if err != nil {
 		return err
 	}
+	if err := f.upgradeRequests(); err != nil {
+		return err
+	}
 	if err := filterFile(f.dir, EventsFile, eventsTable.header(), NewEventScanner, func(e EventRow) bool {
 		return keep[e.RequestID]
 	}); err != nil {
@@ -106,6 +109,25 @@ func (f *Folder) repair() error {
 	return filterFile(f.dir, ErrorsFile, nil, NewErrorScanner, func(e ErrorRow) bool {
 		return keep[e.RequestID]
 	})
+}
+
+// upgradeRequests rewrites requests.csv with the current header when the folder was written
+// before columns were added to it, so that the rows a resumed run appends match the header.
+// The rows it holds are written again from what was read, which the round trip keeps exact.
+func (f *Folder) upgradeRequests() error {
+	data, err := os.ReadFile(filepath.Join(f.dir, RequestsFile))
+	if err != nil {
+		return err
+	}
+	header := encodeCSV(requestsTable.header())
+	if bytes.HasPrefix(data, header) {
+		return nil
+	}
+	recs := [][]string{requestsTable.header()}
+	for i := range f.rows {
+		recs = append(recs, requestsTable.row(&f.rows[i]))
+	}
+	return writeAtomic(f.dir, RequestsFile, encodeCSV(recs...))
 }
 
 // filterFile rewrites dir/name, atomically and only if something changes, keeping the header

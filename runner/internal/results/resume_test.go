@@ -160,7 +160,7 @@ func TestResumeAfterTornWrite(t *testing.T) {
 		t.Errorf("manifest after resume: status %s, resumes %v, servers %+v", r.Status(), m.Resumes, m.Servers)
 	}
 	sum, err := r.StoredSummary()
-	if err != nil || len(sum) != 2*len(Metrics()) || sum[0].N != 6 {
+	if err != nil || len(sum) != 2*len(plainMetrics()) || sum[0].N != 6 {
 		t.Errorf("summary after resume: %d rows, %v", len(sum), err)
 	}
 	if _, _, err := Resume(dir); err == nil || !strings.Contains(err.Error(), "complete") {

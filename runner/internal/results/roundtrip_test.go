@@ -72,8 +72,13 @@ func genRequest(g *gen) record.Request {
 		TokensFromIDs: g.optInt(), TokensFromUsage: g.optInt(), TokensFromTokenize: g.optInt(), TokensFromTiktoken: g.optInt(),
 		TiktokenEncoding: g.s(), PromptTokensRequested: g.optInt(), PromptTokensReported: g.optInt(), MaxTokens: g.int(),
 		FinishReason: g.s(), ContinuousUsage: g.bool(), ReturnTokenIDs: g.bool(), Cache: g.s(), CacheReset: g.bool(),
+		LoadMode: record.LoadMode(g.s()), Concurrency: g.int(), Rate: g.fixed6(), Scheduled: g.dur(), SendLag: g.dur(),
+		CapWait: g.dur(), InFlight: g.int(),
 	}
 }
+
+// fixed6 returns a number with at most six decimals, which a float column keeps exactly.
+func (g *gen) fixed6() float64 { return float64(g.i64()%(1<<52)) / 1e6 }
 
 // roundTrip encodes rows with enc, scans them back with scan, and returns what came back.
 func roundTrip[T any](t *testing.T, rows []T, enc func(io.Writer) interface{ Encode(*T) error },
@@ -277,6 +282,38 @@ func FuzzSummaryRoundTrip(f *testing.F) {
 	})
 }
 
+func FuzzLoadRoundTrip(f *testing.F) {
+	f.Add([]byte{1, 2, 3}, "rate=10", "open")
+	f.Add(bytes.Repeat([]byte{0xff, 1, 2, 3, 0x80, 0, 7, 9}, 40), "a,\"b\"", "closed")
+	f.Fuzz(func(t *testing.T, b []byte, label, mode string) {
+		g := &gen{b: b, str: []string{label, mode, ""}}
+		fl := func() float64 {
+			if !g.maybe() {
+				return math.NaN()
+			}
+			return g.fixed6()
+		}
+		var rows []LoadRow
+		for i := 0; i < 3; i++ {
+			r := LoadRow{ConfigIndex: g.int(), ConfigID: g.s(), ServerID: g.s(), Label: g.s(), LoadMode: record.LoadMode(g.s()),
+				Concurrency: g.int(), TargetRate: fl(), Measured: g.int(), Completed: g.int(), Failed: g.int(),
+				Window: time.Duration(g.i64()%(1<<52)) * time.Microsecond, AchievedRate: fl(), OutputTokensPerS: fl(),
+				SendLagP50: g.dur(), SendLagP99: g.dur(), InFlightMax: g.int(), Good: g.optInt(), Goodput: fl(), SLOAttained: fl()}
+			rows = append(rows, r)
+		}
+		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*LoadRow) error } { return NewLoadEncoder(w) },
+			NewLoadScanner, nil)
+		if len(got) != len(rows) {
+			t.Fatalf("got %d rows", len(got))
+		}
+		for i := range rows {
+			if !sameLoadRow(got[i], rows[i]) {
+				t.Fatalf("row %d differs:\n got %+v\nwant %+v", i, got[i], rows[i])
+			}
+		}
+	})
+}
+
 // sameSummaryRow compares rows with NaN equal to NaN.
 func sameSummaryRow(a, b SummaryRow) bool {
 	fa := []float64{a.Min, a.Median, a.P95, a.P99, a.Max, a.Mean, a.Stddev, a.MedianCILow, a.MedianCIHigh, a.MedianCILevel}
@@ -343,6 +380,7 @@ func FuzzScanners(f *testing.F) {
 		checkScanner(t, data, NewEventScanner, func(w io.Writer) interface{ Encode(*EventRow) error } { return NewEventEncoder(w) })
 		checkScanner(t, data, NewServerScanner, func(w io.Writer) interface{ Encode(*ServerInfo) error } { return NewServerEncoder(w) })
 		checkScanner(t, data, NewSummaryScanner, nil)
+		checkScanner(t, data, NewLoadScanner, nil)
 		checkScanner(t, data, NewConfigScanner, nil)
 		checkScanner(t, data, NewOutputScanner, nil)
 		checkScanner(t, data, NewErrorScanner, nil)

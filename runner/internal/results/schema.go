@@ -18,7 +18,8 @@ type FileSchema struct {
 }
 
 // Schema returns the CSV files of a result folder whose configs are configs, each with its
-// columns, in a fixed order: configs.csv, requests.csv, events.csv, servers.csv, summary.csv.
+// columns, in a fixed order: configs.csv, requests.csv, events.csv, servers.csv, summary.csv,
+// load.csv.
 // The columns come from the same tables that write the files; only configs.csv depends on the
 // folder (one column per axis).
 func Schema(configs []ConfigRow) []FileSchema {
@@ -28,6 +29,7 @@ func Schema(configs []ConfigRow) []FileSchema {
 		{EventsFile, EventColumns()},
 		{ServersFile, ServerColumns()},
 		{SummaryFile, SummaryColumns()},
+		{LoadFile, LoadColumns()},
 	}
 }
 

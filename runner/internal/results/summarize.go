@@ -43,7 +43,16 @@ var metrics = []Metric{
 		return 0, false
 	}},
 	{"text_events", "count", func(r *record.Request) (float64, bool) { return float64(r.TextEvents), true }},
+	{"send_lag_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.SendLag })},
 }
+
+// loadMetrics are the metrics that only requests sent under a load section have. A config
+// without load has no rows for them, so that its summary reads as it did before loads existed.
+var loadMetrics = map[string]bool{"send_lag_ms": true}
+
+// LoadOnly reports whether only requests sent under a load section have the metric (send_lag_ms):
+// summaries and comparisons of configs without load leave it out.
+func (m Metric) LoadOnly() bool { return loadMetrics[m.Name] }
 
 // Metrics returns the summarised metrics in order.
 func Metrics() []Metric { return append([]Metric(nil), metrics...) }
@@ -113,13 +122,15 @@ func WriteSummary(w io.Writer, rows []SummaryRow) error {
 
 // Summarize describes each config's measured requests, one row per config and metric, configs
 // in expansion order (then any config the list lacks, in order of first appearance) and metrics
-// in Metrics order. It leaves out warm-up rows, the first request after a boot (phase first)
+// in Metrics order; the load-only metrics (see Metric.LoadOnly) only for a config with a load
+// section or rows sent under one. It leaves out warm-up rows, the first request after a boot (phase first)
 // and failed rows, and counts the failed ones in NFailed. Warnings say what the numbers rest on:
 // too few samples, failures, estimated token counts, disagreeing token counts.
 func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow {
 	type group struct {
-		row  SummaryRow
-		reqs []*record.Request
+		row    SummaryRow
+		loaded bool // the config has a load section, or one of its rows says it was sent under one
+		reqs   []*record.Request
 	}
 	var order []*group
 	byID := map[string]*group{}
@@ -129,7 +140,7 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 		if byID[c.ID] != nil {
 			continue
 		}
-		g := &group{row: SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}}
+		g := &group{row: SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}, loaded: c.Load != nil}
 		byID[c.ID] = g
 		order = append(order, g)
 	}
@@ -142,6 +153,7 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 			order = append(order, g)
 		}
 		g.reqs = append(g.reqs, r)
+		g.loaded = g.loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
 	}
 
 	var out []SummaryRow
@@ -164,6 +176,9 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 			common = append(common, fmt.Sprintf("%d of %d measured requests failed", failed, measured))
 		}
 		for _, m := range metrics {
+			if m.LoadOnly() && !g.loaded {
+				continue
+			}
 			row := g.row
 			row.Metric = m.Name
 			row.NFailed = failed

@@ -42,7 +42,7 @@ func TestSummarizeSelectsAndWarns(t *testing.T) {
 
 	configs := []experiment.Config{{ID: "b", Index: 1, Label: "B"}, {ID: "a", Index: 0, Label: "A", ServerID: "s1"}}
 	rows := Summarize(configs, reqs)
-	if len(rows) != 3*len(Metrics()) {
+	if len(rows) != 3*len(plainMetrics()) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	get := func(id, metric string) SummaryRow {
@@ -56,8 +56,8 @@ func TestSummarizeSelectsAndWarns(t *testing.T) {
 	}
 	// Configs in expansion order, then the stray one; metrics in order within each.
 	for i, r := range rows {
-		want := []string{"a", "b", "stray"}[i/len(Metrics())]
-		if r.ConfigID != want || r.Metric != Metrics()[i%len(Metrics())].Name {
+		want := []string{"a", "b", "stray"}[i/len(plainMetrics())]
+		if r.ConfigID != want || r.Metric != plainMetrics()[i%len(plainMetrics())].Name {
 			t.Errorf("row %d is %s %s", i, r.ConfigID, r.Metric)
 		}
 	}
@@ -103,5 +103,43 @@ func TestSummarizeSelectsAndWarns(t *testing.T) {
 	stray := get("stray", "ttft_ms")
 	if stray.ConfigIndex != -1 || stray.Label != "stray" || stray.N != 0 || stray.NMissing != 1 {
 		t.Errorf("row of a config the list lacks: %+v", stray)
+	}
+}
+
+// plainMetrics returns the metrics that every config's summary has.
+func plainMetrics() []Metric {
+	var out []Metric
+	for _, m := range Metrics() {
+		if !m.LoadOnly() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestSummarizeSendLag checks that send_lag_ms is summarised for a config under load, over its
+// successful measured requests, and left out for a config without load.
+func TestSummarizeSendLag(t *testing.T) {
+	var reqs []record.Request
+	for i, lag := range []float64{0.5, 0.1, 0.3} {
+		r := loadReq("loaded", float64(i), 100, 10, 5)
+		r.LoadMode, r.Concurrency, r.SendLag = record.LoadClosed, 2, record.Dur(time.Duration(lag*1e6))
+		reqs = append(reqs, r, loadReq("plain", float64(i), 100, 10, 5))
+	}
+	configs := []experiment.Config{{ID: "plain", Index: 0}, {ID: "loaded", Index: 1, Load: &experiment.LoadSpec{Concurrency: 2}}}
+	rows := Summarize(configs, reqs)
+	if len(rows) != 2*len(plainMetrics())+1 {
+		t.Fatalf("%d rows, want %d", len(rows), 2*len(plainMetrics())+1)
+	}
+	for _, r := range rows {
+		if r.Metric != "send_lag_ms" {
+			continue
+		}
+		if r.ConfigID != "loaded" || r.N != 3 || r.Median != 0.3 || r.Min != 0.1 || r.Max != 0.5 {
+			t.Errorf("send_lag_ms row: %+v", r)
+		}
+	}
+	if last := rows[len(rows)-1]; last.Metric != "send_lag_ms" {
+		t.Errorf("last row is %s %s, want send_lag_ms last", last.ConfigID, last.Metric)
 	}
 }

@@ -41,6 +41,10 @@ func TestSyntheticFolder(t *testing.T) {
 	broken.Axes = []experiment.AxisValue{{Path: "request.max_tokens", Value: "32"}, {Path: "server.dtype", Value: "float"},
 		{Path: "request.temperature", Value: "1.5"}}
 	configs = append(configs, broken)
+	// The second config is an open-loop load point with a cap and an SLO, so that the load
+	// columns hold values.
+	configs[1].Load = &experiment.LoadSpec{Rate: 5, Arrival: "poisson", Burstiness: 1, MaxConcurrency: 4, Seed: 7, Prompts: "distinct"}
+	configs[1].SLO = []experiment.Bound{{Metric: "ttft_ms", Max: 30}, {Metric: "e2e_ms", Max: 200}}
 	ready, t0 := 31.25, results.T0
 	folder := &resultstest.Builder{
 		Experiment: exp,
@@ -60,6 +64,11 @@ func TestSyntheticFolder(t *testing.T) {
 					Error: "server s1-dead did not become ready", MaxTokens: 32, Cache: "reset"}
 			}
 			r := results.FakeRequest(c, seq)
+			if c.Load != nil {
+				ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
+				r.LoadMode, r.Concurrency, r.Rate, r.InFlight = record.LoadOpen, c.Load.MaxConcurrency, c.Load.Rate, 1+seq%4
+				r.Scheduled, r.SendLag, r.CapWait = ms(200*float64(seq)+0.25), ms(0.125+float64(seq%3)), ms(float64(seq%3))
+			}
 			switch {
 			case c.Index == 0 && seq == 3: // a connection that failed: no response at all
 				r = results.FailedRequest(c, seq)
@@ -82,7 +91,7 @@ func TestSyntheticFolder(t *testing.T) {
 		t.Fatalf("synthetic folder does not read back as written")
 	}
 	files := map[string][]results.Column{results.RequestsFile: results.RequestColumns(), results.EventsFile: results.EventColumns(), results.ServersFile: results.ServerColumns(),
-		results.SummaryFile: results.SummaryColumns(), results.ConfigsFile: results.ConfigColumns(results.ConfigRows(configs))}
+		results.SummaryFile: results.SummaryColumns(), results.LoadFile: results.LoadColumns(), results.ConfigsFile: results.ConfigColumns(results.ConfigRows(configs))}
 	// Axis values are text in general; these three are an integer, a word and a decimal, and
 	// the type check holds the folder to that.
 	for i, c := range files[results.ConfigsFile] {

@@ -42,6 +42,17 @@ type column[T any] struct {
 	// except that check, if set, verifies the cell against the decoded row.
 	derived bool
 	check   func(*T, string) error
+	// late columns were added to the end of the table after files were written without them:
+	// a file whose header lacks one reads it as a missing value.
+	late bool
+}
+
+// addedLater marks columns as added to a table after files were written without them.
+func addedLater[T any](cols ...column[T]) []column[T] {
+	for i := range cols {
+		cols[i].late = true
+	}
+	return cols
 }
 
 // table is the ordered column list of one CSV file. Its first column is always
@@ -272,7 +283,7 @@ func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, 
 			switch {
 			case ok:
 				idx[i] = p
-			case c.derived:
+			case c.derived, c.late:
 				idx[i] = -1
 			default:
 				return fail(line, "missing column %s", c.Name)
@@ -486,6 +497,26 @@ func listCol[T any](name string, f func(*T) *[]string) column[T] {
 				*f(v) = append(*f(v), u)
 			}
 			return nil
+		}}
+}
+
+// zeroIsMissingFloatCol writes 0 as an empty cell, for fields where 0 means "no value".
+func zeroIsMissingFloatCol[T any](name string, decimals int, f func(*T) *float64) column[T] {
+	return column[T]{Column: Column{Name: name, Kind: KindFloat},
+		get: func(v *T) string {
+			if *f(v) == 0 {
+				return ""
+			}
+			return tabular.Float(*f(v), decimals)
+		},
+		set: func(v *T, s string) error {
+			if s == "" {
+				*f(v) = 0
+				return nil
+			}
+			x, err := parseFloat(s)
+			*f(v) = x
+			return err
 		}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/decompose"
 	"github.com/onelayerdown/runner/runner/internal/results"
@@ -66,6 +67,47 @@ func cells(r results.SummaryRow) []string {
 		num(r.P99), num(r.Min), num(r.Max), num(r.Mean), num(r.Stddev), ci(r)}
 }
 
+var loadHeader = []string{"config", "mode", "concurrency", "target rps", "achieved rps", "output tok/s", "goodput rps", "slo met", "send lag p99 ms"}
+
+// loadCells renders one load point for the text and markdown tables; "-" where there is no value.
+func loadCells(l results.LoadRow) []string {
+	mode, conc := string(l.LoadMode), "-"
+	if mode == "" {
+		mode = "-"
+	}
+	if l.Concurrency > 0 {
+		conc = fmt.Sprint(l.Concurrency)
+	}
+	met := "-"
+	if !math.IsNaN(l.SLOAttained) {
+		met = fmt.Sprintf("%.1f%%", 100*l.SLOAttained)
+	}
+	lag := "-"
+	if l.SendLagP99 != nil {
+		lag = num(float64(*l.SendLagP99) / 1e6)
+	}
+	return []string{l.Label, mode, conc, num(l.TargetRate), num(l.AchievedRate), num(l.OutputTokensPerS), num(l.Goodput), met, lag}
+}
+
+// writeLoadTable writes the load points as an aligned table; the caller checks w for errors.
+func writeLoadTable(w io.Writer, rows []results.LoadRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	wl, wm := len(loadHeader[0]), len(loadHeader[1])
+	for _, r := range rows {
+		wl, wm = max(wl, len([]rune(r.Label))), max(wm, len(r.LoadMode))
+	}
+	line := func(cells []string) {
+		cells[0] = cells[0] + strings.Repeat(" ", wl-len([]rune(cells[0])))
+		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	line(append([]string(nil), loadHeader...))
+	for _, r := range rows {
+		line(loadCells(r))
+	}
+	tw.Flush()
+}
+
 // groupWarnings merges the warnings of each config's rows: one line per distinct text, with the
 // metrics it concerns.
 func groupWarnings(rows []results.SummaryRow) []tabular.Warning {
@@ -101,6 +143,10 @@ func (e *TextEncoder) Encode(s *Report) error {
 		for _, d := range dead {
 			fmt.Fprintf(w, "  %s%s  %s\n", d[0], strings.Repeat(" ", width-len([]rune(d[0]))), d[1])
 		}
+	}
+	if len(s.Load) > 0 {
+		fmt.Fprintln(w, "\nload (rates over each config's measured window):")
+		writeLoadTable(w, s.Load)
 	}
 	if ws := groupWarnings(live); len(ws) > 0 {
 		fmt.Fprintln(w, "\nwarnings:")
@@ -172,6 +218,21 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 			fmt.Fprintf(w, "- **%s**: %s\n", esc.Replace(d[0]), esc.Replace(d[1]))
 		}
 	}
+	if len(s.Load) > 0 {
+		fmt.Fprintf(w, "\nLoad (rates over each config's measured window):\n\n| %s |\n", strings.Join(loadHeader, " | "))
+		fmt.Fprint(w, "| --- | --- |")
+		for range loadHeader[2:] {
+			fmt.Fprint(w, " ---: |")
+		}
+		fmt.Fprintln(w)
+		for _, l := range s.Load {
+			c := loadCells(l)
+			for i := range c {
+				c[i] = esc.Replace(c[i])
+			}
+			fmt.Fprintf(w, "| %s |\n", strings.Join(c, " | "))
+		}
+	}
 	if ws := groupWarnings(live); len(ws) > 0 {
 		fmt.Fprint(w, "\nWarnings:\n\n")
 		for _, x := range ws {
@@ -182,7 +243,8 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 	return w.Err()
 }
 
-// CSVEncoder writes the rows of a Report as summary.csv writes them.
+// CSVEncoder writes the rows of a Report as summary.csv writes them. The load points are not
+// part of it: they are load.csv, one file per table.
 type CSVEncoder struct{ w io.Writer }
 
 // NewCSVEncoder returns a CSVEncoder writing to w.
@@ -221,6 +283,55 @@ type jsonRow struct {
 	Warnings      []string `json:"warnings"`
 }
 
+// jsonLoad is one load point of the json format, named as load.csv's columns; a missing value
+// is null.
+type jsonLoad struct {
+	ConfigIndex      int      `json:"config_index"`
+	ConfigID         string   `json:"config_id"`
+	ServerID         string   `json:"server_id"`
+	Label            string   `json:"label"`
+	LoadMode         string   `json:"load_mode"`
+	Concurrency      *int     `json:"concurrency"`
+	TargetRate       *float64 `json:"target_rate_rps"`
+	Measured         int      `json:"measured"`
+	Completed        int      `json:"completed"`
+	Failed           int      `json:"failed"`
+	Window           *float64 `json:"window_s"`
+	AchievedRate     *float64 `json:"achieved_rate_rps"`
+	OutputTokensPerS *float64 `json:"output_tokens_per_s"`
+	SendLagP50       *float64 `json:"send_lag_p50_ms"`
+	SendLagP99       *float64 `json:"send_lag_p99_ms"`
+	InFlightMax      *int     `json:"in_flight_max"`
+	Good             *int     `json:"good"`
+	Goodput          *float64 `json:"goodput_rps"`
+	SLOAttained      *float64 `json:"slo_attained"`
+}
+
+func toJSONLoad(l results.LoadRow) jsonLoad {
+	null := tabular.Null
+	nz := func(n int) *int {
+		if n == 0 {
+			return nil
+		}
+		return &n
+	}
+	ms := func(d *time.Duration) *float64 {
+		if d == nil {
+			return nil
+		}
+		x := float64(*d) / 1e6
+		return &x
+	}
+	j := jsonLoad{ConfigIndex: l.ConfigIndex, ConfigID: l.ConfigID, ServerID: l.ServerID, Label: l.Label, LoadMode: string(l.LoadMode),
+		Concurrency: nz(l.Concurrency), TargetRate: null(l.TargetRate), Measured: l.Measured, Completed: l.Completed, Failed: l.Failed,
+		AchievedRate: null(l.AchievedRate), OutputTokensPerS: null(l.OutputTokensPerS), SendLagP50: ms(l.SendLagP50),
+		SendLagP99: ms(l.SendLagP99), InFlightMax: nz(l.InFlightMax), Good: l.Good, Goodput: null(l.Goodput), SLOAttained: null(l.SLOAttained)}
+	if l.Window > 0 {
+		j.Window = null(l.Window.Seconds())
+	}
+	return j
+}
+
 // Encode writes s.
 func (e *JSONEncoder) Encode(s *Report) error {
 	null := tabular.Null
@@ -233,6 +344,7 @@ func (e *JSONEncoder) Encode(s *Report) error {
 		Failed        int                 `json:"failed"`
 		Rows          []jsonRow           `json:"rows"`
 		Fits          []decompose.JSONFit `json:"fits"`
+		Load          []jsonLoad          `json:"load,omitempty"`
 	}{SchemaVersion: results.FormatVersion, Experiment: s.Manifest.Experiment.Name, Status: s.Status,
 		StartTime: s.Manifest.Start.UTC().Format("2006-01-02T15:04:05.000000000Z07:00"), Requests: s.Requests, Failed: s.Failed,
 		Rows: []jsonRow{}, Fits: decompose.ToJSON(s.Fits)}
@@ -242,6 +354,9 @@ func (e *JSONEncoder) Encode(s *Report) error {
 			Median: null(r.Median), P95: null(r.P95), P99: null(r.P99), Max: null(r.Max), Mean: null(r.Mean),
 			Stddev: null(r.Stddev), MedianCILow: null(r.MedianCILow), MedianCIHigh: null(r.MedianCIHigh),
 			MedianCILevel: null(r.MedianCILevel), Warnings: tabular.List(r.Warnings)})
+	}
+	for _, l := range s.Load {
+		out.Load = append(out.Load, toJSONLoad(l))
 	}
 	enc := json.NewEncoder(e.w)
 	enc.SetIndent("", "  ")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/decompose"
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
@@ -24,6 +25,9 @@ type Report struct {
 	// Dead says, for each config none of whose measured requests succeeded, how they failed;
 	// text and markdown show such a config as one line instead of a row of empty metrics.
 	Dead map[string]string
+	// Load holds each config as a load point (load.csv) when a config has a load section or an
+	// SLO; nil otherwise, and the formats then show no load table.
+	Load []results.LoadRow
 }
 
 // Load reads the result folder dir and summarises it.
@@ -34,6 +38,12 @@ func Load(dir string) (*Report, error) {
 	}
 	rep := &Report{Manifest: l.Manifest, Status: l.Status, Notes: l.Notes,
 		Rows: results.Summarize(l.Manifest.Configs, l.Requests), Fits: decompose.Sweeps(l.Manifest.Configs, l.Requests)}
+	if showLoad(l.Manifest.Configs, l.Requests) {
+		rep.Load = l.Load
+		if rep.Load == nil {
+			rep.Load = results.SummarizeLoad(l.Manifest.Configs, l.Requests)
+		}
+	}
 	type tally struct {
 		measured, failed int
 		causes           map[string]int
@@ -76,6 +86,22 @@ func Load(dir string) (*Report, error) {
 		rep.Dead[id] = line
 	}
 	return rep, nil
+}
+
+// showLoad reports whether a config has a load section or an SLO, or a request was sent under
+// load.
+func showLoad(configs []experiment.Config, reqs []record.Request) bool {
+	for _, c := range configs {
+		if c.Load != nil || len(c.SLO) > 0 {
+			return true
+		}
+	}
+	for _, q := range reqs {
+		if q.LoadMode != record.LoadNone {
+			return true
+		}
+	}
+	return false
 }
 
 // failureCause is a failed request's error class and the first line of its error, shortened.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/stats"
 )
@@ -126,6 +128,52 @@ func TestEncodersReturnWriteErrors(t *testing.T) {
 		enc, _ := NewEncoder(f, failWriter{})
 		if err := enc.Encode(testReport()); !errors.Is(err, errFull) {
 			t.Errorf("%s: %v, want %v", f, err, errFull)
+		}
+	}
+}
+
+// TestLoadTable checks that every format but csv shows the load points when the report has
+// them, and that a report without them shows no load table.
+func TestLoadTable(t *testing.T) {
+	nan := math.NaN()
+	lag := 1500 * time.Microsecond
+	withLoad := testReport()
+	withLoad.Load = []results.LoadRow{
+		{ConfigID: "a", Label: "config a", LoadMode: record.LoadOpen, Concurrency: 16, TargetRate: 10, Measured: 3, Completed: 3,
+			Window: 2 * time.Second, AchievedRate: 1.5, OutputTokensPerS: 96, SendLagP99: &lag, Good: record.Int(2), Goodput: 1, SLOAttained: 2.0 / 3},
+		{ConfigID: "b", Label: "config b", TargetRate: nan, Measured: 3, Failed: 3, AchievedRate: nan, OutputTokensPerS: nan,
+			Goodput: nan, SLOAttained: nan},
+	}
+	tests := []struct {
+		format string
+		rep    *Report
+		want   []string
+		not    []string
+	}{
+		{"text", withLoad, []string{"\nload (rates over each config's measured window):\n", "config    mode  concurrency",
+			"config a  open           16      10.000         1.500        96.000        1.000    66.7%            1.500", "config b  -               -"}, nil},
+		{"markdown", withLoad, []string{"| config | mode | concurrency | target rps |",
+			"| config a | open | 16 | 10.000 | 1.500 | 96.000 | 1.000 | 66.7% | 1.500 |"}, nil},
+		{"json", withLoad, []string{`"load": [`, `"load_mode": "open"`, `"window_s": 2,`, `"send_lag_p99_ms": 1.5,`, `"target_rate_rps": null`}, nil},
+		{"csv", withLoad, nil, []string{"open"}},
+		{"text", testReport(), nil, []string{"load"}},
+		{"json", testReport(), nil, []string{`"load"`}},
+	}
+	for _, tc := range tests {
+		var b bytes.Buffer
+		enc, _ := NewEncoder(tc.format, &b)
+		if err := enc.Encode(tc.rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s lacks %q:\n%s", tc.format, w, b.String())
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("%s has %q:\n%s", tc.format, w, b.String())
+			}
 		}
 	}
 }

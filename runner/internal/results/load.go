@@ -1,0 +1,311 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/stats"
+)
+
+// LoadRow is one row of load.csv: one config's measured requests as a load point.
+//
+// The measured window runs from the earliest t0 of the config's measured requests (failed ones
+// included: they were sent inside the load point) to the latest end of its successful measured
+// requests (a failed request has no end). Rates divide by that window; with no successful
+// measured request there is no window and every rate is NaN.
+type LoadRow struct {
+	ConfigIndex int    // the config's position in the expansion, -1 if the manifest lacks it
+	ConfigID    string //
+	ServerID    string //
+	Label       string //
+
+	LoadMode    record.LoadMode // "" for a config without a load section
+	Concurrency int             // closed loop: requests in flight; open loop: the cap (0 none)
+	TargetRate  float64         // open loop: requests/s asked for; NaN otherwise
+
+	Measured  int // measured requests
+	Completed int // of which ok
+	Failed    int // of which failed
+
+	Window           time.Duration // first measured t0 to last measured end; 0 without one (load.csv: seconds, to the microsecond)
+	AchievedRate     float64       // Completed / Window, requests/s; NaN without a window
+	OutputTokensPerS float64       // output tokens of the successful measured requests / Window; NaN without a window
+
+	SendLagP50  *time.Duration // over measured requests with a send lag; nil when none has one
+	SendLagP99  *time.Duration //
+	InFlightMax int            // most requests in flight when one of the measured requests was sent; 0 without load
+
+	Good        *int    // measured requests meeting every SLO bound; nil without an SLO
+	Goodput     float64 // Good / Window, requests/s; NaN without an SLO or without a window
+	SLOAttained float64 // Good / Measured (a failed request is never good); NaN without an SLO
+}
+
+var loadTable = &table[LoadRow]{file: LoadFile, cols: []column[LoadRow]{
+	intCol("config_index", func(l *LoadRow) *int { return &l.ConfigIndex }),
+	strCol("config_id", func(l *LoadRow) *string { return &l.ConfigID }),
+	strCol("server_id", func(l *LoadRow) *string { return &l.ServerID }),
+	strCol("label", func(l *LoadRow) *string { return &l.Label }),
+	typedStrCol("load_mode", func(l *LoadRow) *record.LoadMode { return &l.LoadMode }),
+	zeroIsMissingIntCol("concurrency", func(l *LoadRow) *int { return &l.Concurrency }),
+	floatCol("target_rate_rps", 6, func(l *LoadRow) *float64 { return &l.TargetRate }),
+	intCol("measured", func(l *LoadRow) *int { return &l.Measured }),
+	intCol("completed", func(l *LoadRow) *int { return &l.Completed }),
+	intCol("failed", func(l *LoadRow) *int { return &l.Failed }),
+	{Column: Column{Name: "window_s", Kind: KindFloat},
+		get: func(l *LoadRow) string {
+			if l.Window == 0 {
+				return ""
+			}
+			return formatSeconds(l.Window)
+		},
+		set: func(l *LoadRow, s string) error {
+			if s == "" {
+				l.Window = 0
+				return nil
+			}
+			var err error
+			l.Window, err = parseSeconds(s)
+			return err
+		}},
+	floatCol("achieved_rate_rps", 6, func(l *LoadRow) *float64 { return &l.AchievedRate }),
+	floatCol("output_tokens_per_s", 6, func(l *LoadRow) *float64 { return &l.OutputTokensPerS }),
+	msCol("send_lag_p50_ms", func(l *LoadRow) **time.Duration { return &l.SendLagP50 }),
+	msCol("send_lag_p99_ms", func(l *LoadRow) **time.Duration { return &l.SendLagP99 }),
+	zeroIsMissingIntCol("in_flight_max", func(l *LoadRow) *int { return &l.InFlightMax }),
+	optIntCol("good", func(l *LoadRow) **int { return &l.Good }),
+	floatCol("goodput_rps", 6, func(l *LoadRow) *float64 { return &l.Goodput }),
+	floatCol("slo_attained", 6, func(l *LoadRow) *float64 { return &l.SLOAttained }),
+}}
+
+// formatSeconds writes a duration as seconds with six decimals, rounded to the microsecond, as
+// every float column has a fixed number of decimals.
+func formatSeconds(d time.Duration) string {
+	d = d.Round(time.Microsecond)
+	sign, u := "", uint64(d)
+	if d < 0 {
+		sign, u = "-", uint64(-d)
+	}
+	return sign + strconv.FormatUint(u/1e9, 10) + "." + fmt.Sprintf("%06d", u%1e9/1e3)
+}
+
+// parseSeconds reads seconds back into a duration, exactly for up to nine decimals.
+func parseSeconds(s string) (time.Duration, error) {
+	f, err := parseFloat(s)
+	if err != nil {
+		return 0, err
+	}
+	ip, fp, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	if isDigits(ip) && (fp == "" || isDigits(fp)) && len(fp) <= 9 && len(ip) <= 10 {
+		whole, _ := strconv.ParseInt(ip, 10, 64)
+		frac, _ := strconv.ParseInt(fp+strings.Repeat("0", 9-len(fp)), 10, 64)
+		if whole > (math.MaxInt64-frac)/1e9 {
+			return 0, fmt.Errorf("not a number of seconds that a duration holds: %q", s)
+		}
+		d := time.Duration(whole*1e9 + frac)
+		if strings.HasPrefix(s, "-") {
+			d = -d
+		}
+		return d, nil
+	}
+	return time.Duration(math.Round(f * 1e9)), nil
+}
+
+// LoadColumns returns the columns of load.csv in file order.
+func LoadColumns() []Column { return loadTable.Columns() }
+
+// NewLoadEncoder returns an encoder of load.csv rows. NaN and nil values are empty cells.
+func NewLoadEncoder(w io.Writer) *Encoder[LoadRow] {
+	return &Encoder[LoadRow]{w: w, t: loadTable}
+}
+
+// NewLoadScanner returns a scanner of load.csv rows read from r; name is the file name that
+// errors carry. An empty float cell reads as NaN.
+func NewLoadScanner(r io.Reader, name string) *Scanner[LoadRow] {
+	return newCSVScanner(r, name, loadTable, nil)
+}
+
+// WriteLoad writes rows as load.csv: a header, then the rows.
+func WriteLoad(w io.Writer, rows []LoadRow) error {
+	e := NewLoadEncoder(w)
+	if err := e.WriteHeader(); err != nil {
+		return err
+	}
+	for i := range rows {
+		if err := e.Encode(&rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SummarizeLoad describes each config's measured requests as a load point: one row per config,
+// every config with or without a load section, in expansion order (then any config the list
+// lacks, in order of first appearance). Warm-up rows and the first request after a boot are
+// left out, as in Summarize. A request is good when it succeeded and every bound of its
+// config's SLO holds; a bound on a metric the request lacks (a tpot of a request with one text
+// event) does not hold.
+func SummarizeLoad(configs []experiment.Config, reqs []record.Request) []LoadRow {
+	type group struct {
+		row  LoadRow
+		cfg  *experiment.Config
+		reqs []*record.Request
+	}
+	var order []*group
+	byID := map[string]*group{}
+	sorted := append([]experiment.Config(nil), configs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
+	for i := range sorted {
+		c := &sorted[i]
+		if byID[c.ID] != nil {
+			continue
+		}
+		g := &group{row: LoadRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}, cfg: c}
+		byID[c.ID] = g
+		order = append(order, g)
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		g := byID[r.ConfigID]
+		if g == nil {
+			g = &group{row: LoadRow{ConfigIndex: -1, ConfigID: r.ConfigID, ServerID: r.ServerID, Label: r.ConfigID}}
+			byID[r.ConfigID] = g
+			order = append(order, g)
+		}
+		g.reqs = append(g.reqs, r)
+	}
+	out := make([]LoadRow, 0, len(order))
+	for _, g := range order {
+		out = append(out, loadPoint(g.row, g.cfg, g.reqs))
+	}
+	return out
+}
+
+// loadPoint fills row from the config (nil when the manifest lacks it) and its requests.
+func loadPoint(row LoadRow, cfg *experiment.Config, reqs []*record.Request) LoadRow {
+	nan := math.NaN()
+	row.TargetRate, row.AchievedRate, row.OutputTokensPerS, row.Goodput, row.SLOAttained = nan, nan, nan, nan, nan
+	var slo []experiment.Bound
+	if cfg != nil {
+		slo = cfg.SLO
+		if l := cfg.Load; l != nil {
+			row.LoadMode, row.Concurrency = record.LoadClosed, l.Concurrency
+			if l.Open() {
+				row.LoadMode, row.Concurrency, row.TargetRate = record.LoadOpen, l.MaxConcurrency, l.Rate
+			}
+		}
+	}
+	var first, last time.Time
+	var tokens, good int
+	var lags []float64
+	fromRows := cfg == nil
+	for _, r := range reqs {
+		if r.Phase != record.PhaseMeasure {
+			continue
+		}
+		if fromRows && r.LoadMode != record.LoadNone {
+			// A config the manifest lacks: its rows say how it was loaded.
+			row.LoadMode, row.Concurrency = r.LoadMode, r.Concurrency
+			if r.LoadMode == record.LoadOpen {
+				row.TargetRate = r.Rate
+			}
+		}
+		row.Measured++
+		if !r.Start.IsZero() && (first.IsZero() || r.Start.Before(first)) {
+			first = r.Start
+		}
+		if r.SendLag != nil {
+			lags = append(lags, float64(*r.SendLag)/1e6)
+		}
+		row.InFlightMax = max(row.InFlightMax, r.InFlight)
+		if r.Status != record.StatusOK {
+			row.Failed++
+			continue
+		}
+		row.Completed++
+		if r.E2E != nil {
+			if end := r.Start.Add(*r.E2E); last.IsZero() || end.After(last) {
+				last = end
+			}
+		}
+		if r.OutputTokens != nil {
+			tokens += *r.OutputTokens
+		}
+		if meetsSLO(r, slo) {
+			good++
+		}
+	}
+	if row.Completed > 0 && !first.IsZero() && last.After(first) {
+		row.Window = last.Sub(first)
+		s := row.Window.Seconds()
+		row.AchievedRate = float64(row.Completed) / s
+		row.OutputTokensPerS = float64(tokens) / s
+		if len(slo) > 0 {
+			row.Goodput = float64(good) / s
+		}
+	}
+	if len(slo) > 0 {
+		row.Good = record.Int(good)
+		if row.Measured > 0 {
+			row.SLOAttained = float64(good) / float64(row.Measured)
+		}
+	}
+	if len(lags) > 0 {
+		s := stats.Summarize(lags)
+		row.SendLagP50, row.SendLagP99 = msDuration(s.Median), msDuration(s.P99)
+	}
+	return row
+}
+
+// meetsSLO reports whether the successful request r meets every bound; a bound on a metric
+// that r lacks, or that no summary describes, does not hold.
+func meetsSLO(r *record.Request, slo []experiment.Bound) bool {
+	if len(slo) == 0 {
+		return false
+	}
+	for _, b := range slo {
+		m, ok := metricByName(b.Metric)
+		if !ok {
+			return false
+		}
+		v, has := m.value(r)
+		if !has || v > b.Max {
+			return false
+		}
+	}
+	return true
+}
+
+// metricByName returns the summarised metric called name.
+func metricByName(name string) (Metric, bool) {
+	for _, m := range metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// msDuration converts milliseconds back to a duration, rounded to the nanosecond.
+func msDuration(ms float64) *time.Duration {
+	if math.IsNaN(ms) {
+		return nil
+	}
+	d := time.Duration(math.Round(ms * 1e6))
+	return &d
+}
+
+// loadCSV renders rows as load.csv.
+func loadCSV(rows []LoadRow) []byte {
+	recs := [][]string{loadTable.header()}
+	for i := range rows {
+		recs = append(recs, loadTable.row(&rows[i]))
+	}
+	return encodeCSV(recs...)
+}

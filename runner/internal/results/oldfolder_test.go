@@ -1,0 +1,122 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/record"
+)
+
+// loadColumns are the columns that requests.csv gained for load points.
+var loadColumns = []string{"load_mode", "concurrency", "rate_rps", "scheduled_ms", "send_lag_ms", "cap_wait_ms", "in_flight"}
+
+// stripLoadColumns rewrites dir/requests.csv as a runner written before the load columns
+// existed would have left it, and returns the bytes it wrote.
+func stripLoadColumns(t *testing.T, dir string) []byte {
+	t.Helper()
+	path := filepath.Join(dir, RequestsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(recs[0]) - len(loadColumns)
+	if !reflect.DeepEqual(recs[0][n:], loadColumns) {
+		t.Fatalf("requests.csv ends with %q, want the load columns", recs[0][n:])
+	}
+	for i := range recs {
+		recs[i] = recs[i][:n]
+	}
+	old := encodeCSV(recs...)
+	if err := os.WriteFile(path, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return old
+}
+
+// TestReadFolderWithoutLoadColumns reads a folder written before requests.csv had the load
+// columns: its rows read as requests without a load section, and its summary is unchanged.
+func TestReadFolderWithoutLoadColumns(t *testing.T) {
+	f, _ := writeFolder(t, t.TempDir())
+	want, err := LoadRequests(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripLoadColumns(t, f.Dir())
+	got, err := LoadRequests(f.Dir())
+	if err != nil {
+		t.Fatalf("folder without the load columns: %v", err)
+	}
+	if len(got) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("rows differ after dropping the (empty) load columns")
+	}
+	for _, r := range got {
+		if r.LoadMode != record.LoadNone || r.SendLag != nil || r.Scheduled != nil || r.InFlight != 0 {
+			t.Fatalf("request %s has load fields: %+v", RequestID(r.ConfigID, r.Seq), r)
+		}
+	}
+}
+
+// TestResumeFolderWithoutLoadColumns resumes an interrupted folder written before the load
+// columns existed: requests.csv is rewritten with the current header, the rows it held are
+// kept exactly, and the rows the resumed run appends read back with their load fields.
+func TestResumeFolderWithoutLoadColumns(t *testing.T) {
+	exp, configs := testExperiment()
+	f, err := Create(t.TempDir(), exp, configs, testRunInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := f.Dir()
+	all := plan(configs)
+	for _, r := range all[:5] {
+		if err := f.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.abandon()
+	old := stripLoadColumns(t, dir)
+
+	g, done, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Len() != 5 {
+		t.Fatalf("resume found %d requests, want 5", done.Len())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, RequestsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := strings.Join(requestsTable.header(), ",") + "\n"
+	if !bytes.HasPrefix(b, []byte(header)) || bytes.Count(b, []byte("\n")) != bytes.Count(old, []byte("\n")) {
+		t.Fatalf("requests.csv after resume:\n%s", b)
+	}
+	loaded := all[5]
+	loaded.LoadMode, loaded.Concurrency, loaded.InFlight = record.LoadClosed, 2, 2
+	loaded.Scheduled, loaded.SendLag = record.Dur(0), record.Dur(1500*time.Nanosecond)
+	if err := g.Append(loaded); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(StatusInterrupted); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadRequests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 5 || !reflect.DeepEqual(got[:5], all[:5]) {
+		t.Errorf("the rows written before the resume changed")
+	}
+	if len(got) != 6 || got[5].LoadMode != record.LoadClosed || got[5].SendLag == nil || *got[5].SendLag != 1500*time.Nanosecond {
+		t.Errorf("the appended row reads back as %+v", got[len(got)-1])
+	}
+}
