@@ -35,7 +35,7 @@ type LoadRow struct {
 	Failed    int // of which failed
 
 	Window           time.Duration // first measured t0 to last measured end; 0 without one (load.csv: seconds, to the microsecond)
-	AchievedRate     float64       // Completed / Window, requests/s; NaN without a window
+	AchievedRate     float64       // Measured / Window, requests/s (DESIGN: every measured request, failed or not, was sent inside the window); NaN without a window
 	OutputTokensPerS float64       // output tokens of the successful measured requests / Window; NaN without a window
 
 	SendLagP50  *time.Duration // over measured requests with a send lag; nil when none has one
@@ -244,7 +244,7 @@ func loadPoint(row LoadRow, cfg *experiment.Config, reqs []*record.Request) Load
 	if row.Completed > 0 && !first.IsZero() && last.After(first) {
 		row.Window = last.Sub(first)
 		s := row.Window.Seconds()
-		row.AchievedRate = float64(row.Completed) / s
+		row.AchievedRate = float64(row.Measured) / s
 		row.OutputTokensPerS = float64(tokens) / s
 		if len(slo) > 0 {
 			row.Goodput = float64(good) / s

@@ -62,7 +62,7 @@ func TestSummarizeLoad(t *testing.T) {
 			lagged(noTPOT(loadReq("b", 1, 500, 10, 1)), record.LoadClosed, 0.3, 3), // no tpot: not good
 		},
 		want: LoadRow{ConfigID: "b", ServerID: "s", Label: "B", LoadMode: record.LoadClosed, Concurrency: 4, TargetRate: nan,
-			Measured: 4, Completed: 3, Failed: 1, Window: 4 * time.Second, AchievedRate: 0.75, OutputTokensPerS: 50.25,
+			Measured: 4, Completed: 3, Failed: 1, Window: 4 * time.Second, AchievedRate: 1, OutputTokensPerS: 50.25,
 			SendLagP50: ms(0.25), SendLagP99: ms(0.494), InFlightMax: 4,
 			Good: record.Int(1), Goodput: 0.25, SLOAttained: 0.25},
 	}, {
