@@ -23,6 +23,7 @@ type plan struct {
 	events  []genEvent
 	finish  string        // "length" or "stop"
 	queue   time.Duration // queue delay (the scheduler's, after admission)
+	cached  int           // prompt tokens found in the prefix cache
 }
 
 // eventAt returns when e is sent, from the token times: with its last token, or halfway to the
@@ -52,6 +53,7 @@ type planInput struct {
 func (s *Server) makePlan(in planInput) plan {
 	c := s.cfg
 	p := s.makeOutput(in)
+	p.cached = in.cachedTokens
 	jr := rand.New(rand.NewPCG(in.jitterSeed, 0x5a17))
 	jit := func(d time.Duration) time.Duration { return jitter(c.Jitter, jr, d) }
 	p.queue = jit(c.QueueDelay)
@@ -138,26 +140,4 @@ func (s *Server) textOf(ids []int) string {
 		panic("sim: generated an unknown token: " + err.Error())
 	}
 	return t
-}
-
-// firstTextAt returns when the first event with text is sent, or the last event when none has
-// text.
-func (p plan) firstTextAt() time.Duration {
-	for _, e := range p.events {
-		if e.text != "" {
-			return e.at
-		}
-	}
-	if len(p.events) == 0 {
-		return 0
-	}
-	return p.events[len(p.events)-1].at
-}
-
-// lastAt returns when the last event is sent.
-func (p plan) lastAt() time.Duration {
-	if len(p.events) == 0 {
-		return p.queue
-	}
-	return p.events[len(p.events)-1].at
 }

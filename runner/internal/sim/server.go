@@ -22,13 +22,15 @@ type Server struct {
 	tok   *tokenizer
 	cache *prefixCache // nil when prefix caching is off
 	met   *metrics
-	slots chan struct{} // nil when concurrency is unbounded
+	eng   *engine       // nil without batching: each request is timed on its own
+	slots chan struct{} // nil when concurrency is unbounded or the engine batches
 
 	closed    chan struct{}
 	closeOnce sync.Once
 	dead      atomic.Bool
 
-	running, waiting atomic.Int64
+	running, waiting, inFlight gauge
+	steps                      atomic.Int64
 
 	mu  sync.Mutex // guards rng and seq
 	rng *rand.Rand
@@ -54,7 +56,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PrefixCaching {
 		s.cache = newPrefixCache(cfg.BlockSize, cfg.CacheBlocks)
 	}
-	if cfg.MaxConcurrency > 0 {
+	if cfg.batching() {
+		s.eng = newEngine(s)
+	} else if cfg.MaxConcurrency > 0 {
 		s.slots = make(chan struct{}, cfg.MaxConcurrency)
 	}
 	return s, nil
