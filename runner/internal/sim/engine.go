@@ -20,6 +20,7 @@ import (
 
 // seq is one request in the batching engine.
 type seq struct {
+	id      string    // the response id
 	p       *plan     // its output; the engine fills p.tokenAt, p.queue and p.cached
 	prompt  []int     // prompt ids, for the prefix cache
 	start   time.Time // when the request reached the engine: the origin of p.tokenAt
@@ -112,38 +113,49 @@ func (e *engine) loop() {
 	timer.Stop()
 	for {
 		e.take()
-		if len(e.running) == 0 {
-			if len(e.waiting) == 0 {
-				select {
-				case <-e.kick:
-					continue
-				case <-e.s.closed:
-					return
-				}
-			}
-			// Idle: the next step starts when the first request is ready, and no earlier than
-			// the end of the last one.
-			at := e.waiting[0].readyAt
-			if e.clock.After(at) {
-				at = e.clock
-			}
-			if d := time.Until(at); d > 0 {
-				timer.Reset(d)
-				select {
-				case <-timer.C:
-				case <-e.kick:
-					timer.Stop()
-				case <-e.s.closed:
-					return
-				}
+		at, ok := e.next()
+		if !ok {
+			select {
+			case <-e.kick:
 				continue
+			case <-e.s.closed:
+				return
 			}
-			e.clock = at
 		}
+		if d := time.Until(at); d > 0 {
+			// Idle until the first waiting request is ready, or until one that arrives now is.
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-e.kick:
+				timer.Stop()
+			case <-e.s.closed:
+				return
+			}
+			continue
+		}
+		e.clock = at
 		if !e.step(timer) {
 			return
 		}
 	}
+}
+
+// next returns when the next step starts: at the end of the last one while requests run, else
+// when the first waiting request is ready, and never before the end of the last step. ok is
+// false when no request is waiting or running.
+func (e *engine) next() (at time.Time, ok bool) {
+	switch {
+	case len(e.running) > 0:
+		return e.clock, true
+	case len(e.waiting) > 0:
+		at = e.waiting[0].readyAt
+		if e.clock.After(at) {
+			at = e.clock
+		}
+		return at, true
+	}
+	return time.Time{}, false
 }
 
 // take moves arrivals into the waiting queue and drops the requests whose handler has left.
@@ -258,9 +270,9 @@ func (e *engine) step(timer *time.Timer) bool {
 		q.p.tokenAt[k] = at
 		n := k + 1
 		if k == len(q.p.ids)-1 {
-			// The token after the last one, which only a split of the last token uses: a step
-			// as long as this one later.
-			q.p.tokenAt[k+1] = at + d
+			// The token after the last one, which only a split of the last token uses: one
+			// decode step of this batch later (unjittered), as the single-stream model has it.
+			q.p.tokenAt[k+1] = at + c.DecodePerToken + c.DecodePerSeq*time.Duration(max(decoders, 1)-1)
 			n++
 		}
 		q.generated++
@@ -294,6 +306,9 @@ func (e *engine) step(timer *time.Timer) bool {
 			q.state = seqGone
 			e.s.running.add(-1)
 			finished = true
+			if e.s.traceSeq != nil {
+				e.s.traceSeq(q)
+			}
 		}
 		q.done.Store(int32(q.generated))
 		q.wake()

@@ -176,7 +176,7 @@ func (s *Server) generateBatched(w http.ResponseWriter, r *http.Request, rc *req
 	p := s.makeOutput(in)
 	// The queue delay draws first from the request's jitter stream, as in the single-stream model.
 	queue := jitter(s.cfg.Jitter, rand.New(rand.NewPCG(in.jitterSeed, 0x5a17)), s.cfg.QueueDelay)
-	q := &seq{p: &p, prompt: rc.promptIDs, start: start, readyAt: start.Add(queue), notify: make(chan struct{}, 1)}
+	q := &seq{id: rc.id, p: &p, prompt: rc.promptIDs, start: start, readyAt: start.Add(queue), notify: make(chan struct{}, 1)}
 	s.waiting.add(1)
 	s.eng.submit(q)
 	rc.leaving = append(rc.leaving, func() { s.eng.leave(q) })

@@ -37,6 +37,10 @@ type Server struct {
 	seq uint64
 
 	logMu sync.Mutex
+
+	// traceSeq, when set (by tests), is called from the engine's loop with each request that
+	// has its last token planned and delivered.
+	traceSeq func(*seq)
 }
 
 var _ http.Handler = (*Server)(nil)
