@@ -83,10 +83,14 @@ func newEngine(s *Server) *engine {
 	}
 }
 
-// submit hands q to the engine; the caller counted it as waiting.
-func (e *engine) submit(q *seq) {
+// submit hands q to the engine, which may admit it after queue; the caller counted it as
+// waiting. Its arrival time is taken here, under the lock, so that arrival order is the order
+// the engine sees: first in, first out holds exactly.
+func (e *engine) submit(q *seq, queue time.Duration) {
 	e.once.Do(func() { go e.loop() })
 	e.mu.Lock()
+	q.start = time.Now()
+	q.readyAt = q.start.Add(queue)
 	e.incoming = append(e.incoming, q)
 	e.mu.Unlock()
 	e.poke()

@@ -172,18 +172,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 // generateBatched serves a request through the batching engine: it waits in the engine's queue,
 // and the engine's steps time its tokens.
 func (s *Server) generateBatched(w http.ResponseWriter, r *http.Request, rc *requestCtx, in planInput) {
-	start := time.Now()
 	p := s.makeOutput(in)
 	// The queue delay draws first from the request's jitter stream, as in the single-stream model.
 	queue := jitter(s.cfg.Jitter, rand.New(rand.NewPCG(in.jitterSeed, 0x5a17)), s.cfg.QueueDelay)
-	q := &seq{id: rc.id, p: &p, prompt: rc.promptIDs, start: start, readyAt: start.Add(queue), notify: make(chan struct{}, 1)}
+	q := &seq{id: rc.id, p: &p, prompt: rc.promptIDs, notify: make(chan struct{}, 1)}
 	s.waiting.add(1)
-	s.eng.submit(q)
+	s.eng.submit(q, queue)
 	rc.leaving = append(rc.leaving, func() { s.eng.leave(q) })
 	if rc.req.Stream {
-		s.stream(w, r, rc, &p, q, start)
+		s.stream(w, r, rc, &p, q, q.start)
 	} else {
-		s.respond(w, r, rc, &p, q, start)
+		s.respond(w, r, rc, &p, q, q.start)
 	}
 }
 
