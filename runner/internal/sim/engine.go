@@ -226,11 +226,10 @@ func (e *engine) step(timer *time.Timer) bool {
 		e.sched = append(e.sched, q)
 	}
 	// Then waiting requests, first in first out, while the batch has room and budget is left.
-	for len(e.waiting) > 0 && budget > 0 && (e.maxSeqs == 0 || len(e.running) < e.maxSeqs) &&
-		!e.waiting[0].readyAt.After(start) {
-		q := e.waiting[0]
-		e.waiting[0] = nil
-		e.waiting = e.waiting[1:]
+	h := 0
+	for ; h < len(e.waiting) && budget > 0 && (e.maxSeqs == 0 || len(e.running) < e.maxSeqs) &&
+		!e.waiting[h].readyAt.After(start); h++ {
+		q := e.waiting[h]
 		q.state = seqRunning
 		q.p.queue = start.Sub(q.start)
 		if e.s.cache != nil {
@@ -247,6 +246,12 @@ func (e *engine) step(timer *time.Timer) bool {
 		e.sched = append(e.sched, q)
 		e.s.waiting.add(-1)
 		e.s.running.add(1)
+	}
+	if h > 0 {
+		// Shift the queue down rather than reslice its head away, so that it keeps its array.
+		n := copy(e.waiting, e.waiting[h:])
+		clear(e.waiting[n:])
+		e.waiting = e.waiting[:n]
 	}
 
 	d := c.PrefillPerToken * time.Duration(prefill)

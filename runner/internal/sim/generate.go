@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,6 +88,24 @@ type requestCtx struct {
 	returnTokenIDs bool
 	leaving        []func() // run once by leave
 	left           bool
+
+	buf    []byte        // the event being written
+	enc    *json.Encoder // encodes into encBuf, created on first use
+	encBuf bytes.Buffer
+}
+
+// encode encodes v as marshal does, into the request's own buffer: the result is valid until the
+// next call.
+func (rc *requestCtx) encode(v any) []byte {
+	if rc.enc == nil {
+		rc.enc = json.NewEncoder(&rc.encBuf)
+		rc.enc.SetEscapeHTML(false)
+	}
+	rc.encBuf.Reset()
+	if err := rc.enc.Encode(v); err != nil {
+		panic("sim: encoding a response: " + err.Error())
+	}
+	return bytes.TrimSuffix(rc.encBuf.Bytes(), []byte("\n"))
 }
 
 // handleGenerate serves POST /v1/completions (chat false) and /v1/chat/completions (chat true).

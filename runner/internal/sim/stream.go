@@ -267,20 +267,36 @@ func tokensBefore(p *plan, it item) int {
 	return len(p.ids)
 }
 
-// write sends one data event, stamped when asked; malformed cuts its JSON short instead.
+// write sends one data event, stamped when asked; malformed cuts its JSON short instead. The
+// event is built in the request's own buffer, so that a long stream does not allocate per event.
 func (s *Server) write(w http.ResponseWriter, f http.Flusher, rc *requestCtx, index, tokens, total int, payload []byte, malformed bool) bool {
-	if malformed {
-		payload = payload[:len(payload)/2]
-	} else if rc.stamp {
-		st := stamp{Event: index, Tokens: tokens, CompletionTokens: total}
-		st.SentNS = s.now().UnixNano()
-		payload = append(payload[:len(payload)-1:len(payload)-1], (`,"sim":` + string(marshal(st)) + "}")...)
+	buf := append(rc.buf[:0], "data: "...)
+	switch {
+	case malformed:
+		buf = append(buf, payload[:len(payload)/2]...)
+	case rc.stamp:
+		buf = append(buf, payload[:len(payload)-1]...)
+		buf = appendStamp(buf, stamp{SentNS: s.now().UnixNano(), Event: index, Tokens: tokens, CompletionTokens: total})
+		buf = append(buf, '}')
+	default:
+		buf = append(buf, payload...)
 	}
-	buf := make([]byte, 0, len(payload)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, payload...)
 	buf = append(buf, "\n\n"...)
+	rc.buf = buf
 	return s.writeRaw(w, f, buf)
+}
+
+// appendStamp appends `,"sim":` and st as JSON, byte for byte what encoding/json writes.
+func appendStamp(b []byte, st stamp) []byte {
+	b = append(b, `,"sim":{"sent_ns":`...)
+	b = strconv.AppendInt(b, st.SentNS, 10)
+	b = append(b, `,"event":`...)
+	b = strconv.AppendInt(b, int64(st.Event), 10)
+	b = append(b, `,"tokens":`...)
+	b = strconv.AppendInt(b, int64(st.Tokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(st.CompletionTokens), 10)
+	return append(b, '}')
 }
 
 func (s *Server) writeRaw(w http.ResponseWriter, f http.Flusher, b []byte) bool {
@@ -318,7 +334,7 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 		if rc.continuous {
 			c.Usage = &usageFull{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
 		}
-		return marshal(c)
+		return rc.encode(c)
 	}
 	c := chatChunk{ID: rc.id, Object: "chat.completion.chunk", Created: rc.created, Model: model}
 	if rc.continuous && it.kind != itemUsage {
@@ -347,7 +363,7 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 		}
 		c.Choices = []chatChoice{ch}
 	}
-	return marshal(c)
+	return rc.encode(c)
 }
 
 // finalUsage is the usage of the final usage chunk.
