@@ -55,6 +55,7 @@ func BenchmarkBatchStreams(b *testing.B) {
 	}{
 		{"256x10ms", 256, 10 * time.Millisecond},
 		{"256x0", 256, 0},
+		{"1024x20ms", 1024, 20 * time.Millisecond},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			const tokens = 32
