@@ -26,13 +26,23 @@ POST /tokenize and /detokenize, and POST /reset_prefix_cache in dev mode (--dev-
 VLLM_SERVER_DEV_MODE=1). Text comes from a toy tokenizer (vocabulary words and single
 characters) and is generated deterministically from --seed (or a request's "seed").
 
-Latency model: token k of a request is ready at
+Latency model: alone, token k of a request is ready at
   queue-delay + prefill-per-token * (prompt tokens not in the prefix cache) + decode-per-token * k
-after the request gets a slot (at most --max-num-seqs at once); each delay is scaled by its own
-factor in [1-jitter, 1+jitter] drawn from the seed. A streamed event is sent when its last token
-is ready; --tokens-per-event sets how many tokens each carries ("1", "4", or a cycle "1,3,1"),
-and --split-every N splits the last token of every Nth text event so that one more event, halfway
-to the next token, carries the rest of its text and no new token.
+after it arrives; each delay is scaled by its own factor in [1-jitter, 1+jitter] drawn from the
+seed. A streamed event is sent when its last token is ready; --tokens-per-event sets how many
+tokens each carries ("1", "4", or a cycle "1,3,1"), and --split-every N splits the last token of
+every Nth text event so that one more event, halfway to the next token, carries the rest of its
+text and no new token.
+
+Continuous batching, as vLLM's V1 scheduler: with --max-num-seqs, --decode-per-seq or
+--max-num-batched-tokens, one engine loop runs steps. At most --max-num-seqs requests run at once;
+the others wait first in, first out, after their queue delay, and the wait counts in their TTFT.
+A step advances every running request by one token and takes
+  prefill-per-token * (prompt tokens it prefills) + decode-per-token + decode-per-seq * (decoding requests - 1)
+so TPOT grows with the batch and a newly admitted prompt stalls everyone's next token. Prefill is
+chunked: a step spends at most --max-num-batched-tokens tokens (a decode costs one; 0: no
+budget, a prompt is prefilled whole in the step that admits it). A step's time is jittered once.
+Alone on the engine, a request's timing is the formula above.
 
 Ground truth: with --stamp, or the request header "X-Sim-Stamp: 1", every streamed chunk carries
   "sim": {"sent_ns": <Unix ns just before the write>, "event": i, "tokens": n, "completion_tokens": c}
@@ -68,7 +78,9 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		perEvent        = fs.String("tokens-per-event", "1", `tokens per streamed event: "N" or a cycle like "1,3,1"`)
 		splitEvery      = fs.Int("split-every", 0, "split the last token's text of every Nth text event across two events (0: never)")
 		jitter          = fs.Float64("jitter", 0, "scale each delay by a seeded factor in [1-jitter, 1+jitter]")
-		maxSeqs         = fs.Int("max-num-seqs", 0, "requests generated at once; more wait in a queue (0: no bound)")
+		maxSeqs         = fs.Int("max-num-seqs", 0, "requests running at once in the batching engine; more wait in a queue (0: no bound)")
+		decodePerSeq    = fs.Duration("decode-per-seq", 0, "time each decoding request beyond the first adds to a batching engine step")
+		batchedTokens   = fs.Int("max-num-batched-tokens", 0, "token budget of a batching engine step; longer prompts are prefilled in chunks (0: no budget)")
 		prefixCaching   = fs.Bool("enable-prefix-caching", true, "cache prompt blocks so a repeated prefix skips prefill")
 		noPrefixCaching = fs.Bool("no-enable-prefix-caching", false, "turn the prefix cache off")
 		blockSize       = fs.Int("block-size", def.BlockSize, "prompt tokens per prefix-cache block")
@@ -132,7 +144,9 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.TokensPerEvent = pattern
 	cfg.SplitEvery = *splitEvery
 	cfg.Jitter = *jitter
-	cfg.MaxConcurrency = *maxSeqs
+	cfg.MaxNumSeqs = *maxSeqs
+	cfg.DecodePerSeq = *decodePerSeq
+	cfg.MaxNumBatchedTokens = *batchedTokens
 	cfg.PrefixCaching = *prefixCaching && !*noPrefixCaching
 	cfg.BlockSize = *blockSize
 	cfg.CacheBlocks = *cacheBlocks

@@ -116,6 +116,9 @@ func TestSimCommandUsage(t *testing.T) {
 		{"sim", "--jitter", "1.5"},
 		{"sim", "--port", "70000"},
 		{"sim", "--boot-fail", "segfault"},
+		{"sim", "--max-num-seqs", "-1"},
+		{"sim", "--decode-per-seq", "-1ms"},
+		{"sim", "--max-num-seqs", "8", "--max-num-batched-tokens", "4"},
 	}
 	for _, args := range cases {
 		var stderr bytes.Buffer
@@ -129,7 +132,7 @@ func TestSimCommandUsage(t *testing.T) {
 	if err := dispatch(context.Background(), []string{"sim", "--help"}, io.Discard, &stderr); err != nil {
 		t.Errorf("--help: %v", err)
 	}
-	for _, w := range []string{"--decode-per-token", "X-Sim-Fault", "X-Sim-Stamp", "listening on"} {
+	for _, w := range []string{"--decode-per-token", "--max-num-seqs", "--decode-per-seq", "--max-num-batched-tokens", "X-Sim-Fault", "X-Sim-Stamp", "listening on"} {
 		if !strings.Contains(stderr.String(), strings.TrimPrefix(w, "-")) {
 			t.Errorf("help lacks %q", w)
 		}

@@ -41,9 +41,27 @@ type Config struct {
 	// Jitter scales every delay by a factor drawn uniformly from [1-Jitter, 1+Jitter], from the
 	// seed. It must be in [0, 1).
 	Jitter float64
-	// MaxConcurrency bounds the requests in generation at once; later ones wait, and their wait
-	// counts in their time to first token. 0 means no bound.
+	// MaxNumSeqs bounds the requests running (prefilling or decoding) at once in the batching
+	// engine, as vLLM's --max-num-seqs does; later ones wait in a first-in, first-out queue, and
+	// their wait counts in their time to first token. 0 means no bound. A positive value turns
+	// the batching engine on (see DecodePerSeq).
+	MaxNumSeqs int
+	// MaxConcurrency bounds the requests served at once without the batching engine: each keeps
+	// the single-stream timing, later ones wait for a slot and their wait counts in their time to
+	// first token. 0 means no bound. It cannot be combined with the batching engine.
+	//
+	// Deprecated: set MaxNumSeqs, which also batches, as vLLM does.
 	MaxConcurrency int
+	// DecodePerSeq is what each running request beyond the first adds to a decode step of the
+	// batching engine: a step that advances d decoding requests by one token takes
+	// DecodePerToken + DecodePerSeq × (d − 1), plus PrefillPerToken for each prompt token it
+	// prefills. A positive value turns on the batching engine.
+	DecodePerSeq time.Duration
+	// MaxNumBatchedTokens is the token budget of one step of the batching engine, as vLLM's
+	// --max-num-batched-tokens: a decode costs one token, a prompt longer than what is left is
+	// prefilled in chunks over several steps (chunked prefill). 0 means no budget: a prompt is
+	// prefilled whole in the step that admits it. A positive value turns on the batching engine.
+	MaxNumBatchedTokens int
 
 	// PrefixCaching turns on the prefix cache (vLLM's default).
 	PrefixCaching bool
@@ -130,6 +148,17 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sim: jitter %v is outside [0, 1)", c.Jitter)
 	case c.MaxConcurrency < 0:
 		return fmt.Errorf("sim: max concurrency %d is negative", c.MaxConcurrency)
+	case c.MaxNumSeqs < 0:
+		return fmt.Errorf("sim: max num seqs %d is negative", c.MaxNumSeqs)
+	case c.MaxConcurrency > 0 && c.batching():
+		return fmt.Errorf("sim: max concurrency %d bounds the single-stream model; with batching set max num seqs instead", c.MaxConcurrency)
+	case c.DecodePerSeq < 0:
+		return fmt.Errorf("sim: decode per seq %v is negative", c.DecodePerSeq)
+	case c.MaxNumBatchedTokens < 0:
+		return fmt.Errorf("sim: max num batched tokens %d is negative", c.MaxNumBatchedTokens)
+	case c.MaxNumBatchedTokens > 0 && c.MaxNumBatchedTokens < c.MaxNumSeqs:
+		// vLLM refuses this too: a step could not decode every running request.
+		return fmt.Errorf("sim: max num batched tokens %d is below max num seqs %d", c.MaxNumBatchedTokens, c.MaxNumSeqs)
 	case c.SplitEvery < 0:
 		return fmt.Errorf("sim: split every %d is negative", c.SplitEvery)
 	case c.PrefixCaching && (c.BlockSize < 1 || c.CacheBlocks < 1):
@@ -155,6 +184,12 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// batching reports whether requests go through the batching engine's step loop rather than
+// each being timed on its own by the single-stream model.
+func (c Config) batching() bool {
+	return c.MaxNumSeqs > 0 || c.DecodePerSeq > 0 || c.MaxNumBatchedTokens > 0
 }
 
 // servedName returns the name requests must use.

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -83,8 +85,27 @@ type requestCtx struct {
 	id             string
 	created        int64
 	arrival        time.Time
-	cachedTokens   int
 	returnTokenIDs bool
+	leaving        []func() // run once by leave
+	left           bool
+
+	buf    []byte        // the event being written
+	enc    *json.Encoder // encodes into encBuf, created on first use
+	encBuf bytes.Buffer
+}
+
+// encode encodes v as marshal does, into the request's own buffer: the result is valid until the
+// next call.
+func (rc *requestCtx) encode(v any) []byte {
+	if rc.enc == nil {
+		rc.enc = json.NewEncoder(&rc.encBuf)
+		rc.enc.SetEscapeHTML(false)
+	}
+	rc.encBuf.Reset()
+	if err := rc.enc.Encode(v); err != nil {
+		panic("sim: encoding a response: " + err.Error())
+	}
+	return bytes.TrimSuffix(rc.encBuf.Bytes(), []byte("\n"))
 }
 
 // handleGenerate serves POST /v1/completions (chat false) and /v1/chat/completions (chat true).
@@ -120,42 +141,80 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	}
 	rc.created = s.now().Unix()
 
-	// Admission: wait for a generation slot.
-	s.waiting.Add(1)
-	admitted := s.acquire(r)
-	s.waiting.Add(-1)
-	if !admitted {
-		s.met.finished(requestTimes{finish: "abort"})
-		return
-	}
-	s.running.Add(1)
-	defer func() {
-		s.running.Add(-1)
-		s.release()
-	}()
-	start := time.Now()
-
-	if s.cache != nil {
-		rc.cachedTokens = s.cache.lookup(rc.promptIDs)
-	}
-	s.met.addPrompt(len(rc.promptIDs))
+	s.inFlight.add(1)
+	rc.leaving = append(rc.leaving, func() { s.inFlight.add(-1) })
+	defer rc.leave()
 	textSeed := s.cfg.Seed ^ rc.seq*0x9e3779b97f4a7c15
 	if rc.req.Seed != nil {
 		textSeed = uint64(*rc.req.Seed)
 	}
-	p := s.makePlan(planInput{
+	in := planInput{
 		promptTokens: len(rc.promptIDs),
-		cachedTokens: rc.cachedTokens,
 		maxTokens:    rc.maxTokens,
 		minTokens:    rc.req.MinTokens,
 		ignoreEOS:    rc.req.IgnoreEOS,
 		textSeed:     textSeed,
 		jitterSeed:   s.cfg.Seed ^ rc.seq*0xbf58476d1ce4e5b9,
+	}
+	if s.eng != nil {
+		s.generateBatched(w, r, rc, in)
+		return
+	}
+
+	// Without batching, every request is timed on its own by the single-stream model, once it
+	// has one of MaxConcurrency slots.
+	s.waiting.add(1)
+	admitted := s.acquire(r)
+	s.waiting.add(-1)
+	if !admitted {
+		s.met.finished(requestTimes{finish: "abort"})
+		return
+	}
+	s.running.add(1)
+	rc.leaving = append(rc.leaving, func() {
+		s.running.add(-1)
+		s.release()
 	})
+	start := time.Now()
+	if s.cache != nil {
+		in.cachedTokens = s.cache.lookup(rc.promptIDs)
+	}
+	s.met.addPrompt(len(rc.promptIDs))
+	p := s.makePlan(in)
 	if rc.req.Stream {
-		s.stream(w, r, rc, p, start)
+		s.stream(w, r, rc, &p, nil, start)
 	} else {
-		s.respond(w, r, rc, p, start)
+		s.respond(w, r, rc, &p, nil, start)
+	}
+}
+
+// generateBatched serves a request through the batching engine: it waits in the engine's queue,
+// and the engine's steps time its tokens.
+func (s *Server) generateBatched(w http.ResponseWriter, r *http.Request, rc *requestCtx, in planInput) {
+	p := s.makeOutput(in)
+	// The queue delay draws first from the request's jitter stream, as in the single-stream model.
+	queue := jitter(s.cfg.Jitter, rand.New(rand.NewPCG(in.jitterSeed, 0x5a17)), s.cfg.QueueDelay)
+	q := &seq{id: rc.id, p: &p, prompt: rc.promptIDs, notify: make(chan struct{}, 1)}
+	s.waiting.add(1)
+	s.eng.submit(q, queue)
+	rc.leaving = append(rc.leaving, func() { s.eng.leave(q) })
+	if rc.req.Stream {
+		s.stream(w, r, rc, &p, q, q.start)
+	} else {
+		s.respond(w, r, rc, &p, q, q.start)
+	}
+}
+
+// leave takes the request off the in-flight count, and out of the engine, once. It runs just
+// before the response's last bytes are written, so that a client that sends its next request as
+// soon as one ends never finds its last one still counted.
+func (rc *requestCtx) leave() {
+	if rc.left {
+		return
+	}
+	rc.left = true
+	for _, f := range rc.leaving {
+		f()
 	}
 }
 
@@ -479,7 +538,7 @@ func (s *Server) hang(r *http.Request) {
 }
 
 // finishTimes records a finished request's engine-side times.
-func (s *Server) finishTimes(rc *requestCtx, p plan, start time.Time, firstText, end time.Time) {
+func (s *Server) finishTimes(rc *requestCtx, p *plan, start time.Time, firstText, end time.Time) {
 	t := requestTimes{
 		ttft:      firstText.Sub(rc.arrival),
 		e2e:       end.Sub(rc.arrival),

@@ -22,19 +22,25 @@ type Server struct {
 	tok   *tokenizer
 	cache *prefixCache // nil when prefix caching is off
 	met   *metrics
-	slots chan struct{} // nil when concurrency is unbounded
+	eng   *engine       // nil without batching: each request is timed on its own
+	slots chan struct{} // nil when concurrency is unbounded or the engine batches
 
 	closed    chan struct{}
 	closeOnce sync.Once
 	dead      atomic.Bool
 
-	running, waiting atomic.Int64
+	running, waiting, inFlight gauge
+	steps                      atomic.Int64
 
 	mu  sync.Mutex // guards rng and seq
 	rng *rand.Rand
 	seq uint64
 
 	logMu sync.Mutex
+
+	// traceSeq, when set (by tests), is called from the engine's loop with each request that
+	// has its last token planned and delivered.
+	traceSeq func(*seq)
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -54,7 +60,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PrefixCaching {
 		s.cache = newPrefixCache(cfg.BlockSize, cfg.CacheBlocks)
 	}
-	if cfg.MaxConcurrency > 0 {
+	if cfg.batching() {
+		s.eng = newEngine(s)
+	} else if cfg.MaxConcurrency > 0 {
 		s.slots = make(chan struct{}, cfg.MaxConcurrency)
 	}
 	return s, nil

@@ -156,28 +156,38 @@ const (
 
 type item struct {
 	kind int
-	at   time.Duration
-	ev   *genEvent
+	due  *genEvent // the event whose time the item goes out with
+	ev   *genEvent // the event it carries; nil for role, usage and [DONE]
 	last bool
 }
 
 // items lays out every event of a streamed response in order.
-func (rc *requestCtx) items(p plan) []item {
-	var its []item
+func (rc *requestCtx) items(p *plan) []item {
+	its := make([]item, 0, len(p.events)+3)
+	first, last := &p.events[0], &p.events[len(p.events)-1]
 	if rc.chat {
-		its = append(its, item{kind: itemRole, at: p.events[0].at})
+		its = append(its, item{kind: itemRole, due: first})
 	}
 	for i := range p.events {
-		its = append(its, item{kind: itemText, at: p.events[i].at, ev: &p.events[i], last: i == len(p.events)-1})
+		its = append(its, item{kind: itemText, due: &p.events[i], ev: &p.events[i], last: i == len(p.events)-1})
 	}
 	if rc.includeUsage {
-		its = append(its, item{kind: itemUsage, at: p.lastAt()})
+		its = append(its, item{kind: itemUsage, due: last})
 	}
-	return append(its, item{kind: itemDone, at: p.lastAt()})
+	return append(its, item{kind: itemDone, due: last})
+}
+
+// due waits until event ev may be sent, by the single-stream model's plan (q nil) or by the
+// batching engine; false when the client left or the server closed first.
+func (s *Server) due(r *http.Request, p *plan, q *seq, start time.Time, ev *genEvent) bool {
+	if q == nil {
+		return s.sleepUntil(r, start.Add(ev.at))
+	}
+	return s.await(r, q, ev)
 }
 
 // stream writes a streamed response, event by event, each at its planned time.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, p plan, start time.Time) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, p *plan, q *seq, start time.Time) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
@@ -187,11 +197,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, 
 	var firstText time.Time
 	inserted := false
 	for i, it := range rc.items(p) {
-		if !s.sleepUntil(r, start.Add(it.at)) {
+		if !s.due(r, p, q, start, it.due) {
 			s.met.finished(requestTimes{finish: "abort", generated: tokensBefore(p, it)})
 			abort()
 		}
-		if !inserted && s.cache != nil {
+		// The batching engine caches a prompt when its prefill ends.
+		if !inserted && s.cache != nil && q == nil {
 			s.cache.insert(rc.promptIDs)
 			inserted = true
 		}
@@ -213,6 +224,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, 
 				s.write(w, flusher, rc, i, 0, tokensBefore(p, it), s.streamError(400, "BadRequestError",
 					"injected fault: generation failed in the middle of the stream"), false)
 				if f.Kind == FaultError {
+					rc.leave()
 					s.writeRaw(w, flusher, []byte("data: [DONE]\n\n"))
 				}
 				return
@@ -222,6 +234,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, 
 		}
 		switch it.kind {
 		case itemDone:
+			rc.leave()
 			s.writeRaw(w, flusher, []byte("data: [DONE]\n\n"))
 		default:
 			tokens := 0
@@ -244,7 +257,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, 
 }
 
 // tokensBefore returns the completion tokens generated when it is sent.
-func tokensBefore(p plan, it item) int {
+func tokensBefore(p *plan, it item) int {
 	switch {
 	case it.ev != nil:
 		return it.ev.tokens
@@ -254,20 +267,36 @@ func tokensBefore(p plan, it item) int {
 	return len(p.ids)
 }
 
-// write sends one data event, stamped when asked; malformed cuts its JSON short instead.
+// write sends one data event, stamped when asked; malformed cuts its JSON short instead. The
+// event is built in the request's own buffer, so that a long stream does not allocate per event.
 func (s *Server) write(w http.ResponseWriter, f http.Flusher, rc *requestCtx, index, tokens, total int, payload []byte, malformed bool) bool {
-	if malformed {
-		payload = payload[:len(payload)/2]
-	} else if rc.stamp {
-		st := stamp{Event: index, Tokens: tokens, CompletionTokens: total}
-		st.SentNS = s.now().UnixNano()
-		payload = append(payload[:len(payload)-1:len(payload)-1], (`,"sim":` + string(marshal(st)) + "}")...)
+	buf := append(rc.buf[:0], "data: "...)
+	switch {
+	case malformed:
+		buf = append(buf, payload[:len(payload)/2]...)
+	case rc.stamp:
+		buf = append(buf, payload[:len(payload)-1]...)
+		buf = appendStamp(buf, stamp{SentNS: s.now().UnixNano(), Event: index, Tokens: tokens, CompletionTokens: total})
+		buf = append(buf, '}')
+	default:
+		buf = append(buf, payload...)
 	}
-	buf := make([]byte, 0, len(payload)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, payload...)
 	buf = append(buf, "\n\n"...)
+	rc.buf = buf
 	return s.writeRaw(w, f, buf)
+}
+
+// appendStamp appends `,"sim":` and st as JSON, byte for byte what encoding/json writes.
+func appendStamp(b []byte, st stamp) []byte {
+	b = append(b, `,"sim":{"sent_ns":`...)
+	b = strconv.AppendInt(b, st.SentNS, 10)
+	b = append(b, `,"event":`...)
+	b = strconv.AppendInt(b, int64(st.Event), 10)
+	b = append(b, `,"tokens":`...)
+	b = strconv.AppendInt(b, int64(st.Tokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(st.CompletionTokens), 10)
+	return append(b, '}')
 }
 
 func (s *Server) writeRaw(w http.ResponseWriter, f http.Flusher, b []byte) bool {
@@ -281,7 +310,7 @@ func (s *Server) writeRaw(w http.ResponseWriter, f http.Flusher, b []byte) bool 
 }
 
 // chunk encodes one stream event as vLLM would.
-func (s *Server) chunk(rc *requestCtx, p plan, it item) []byte {
+func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 	model := s.cfg.servedName()
 	prompt := len(rc.promptIDs)
 	completion := tokensBefore(p, it)
@@ -305,7 +334,7 @@ func (s *Server) chunk(rc *requestCtx, p plan, it item) []byte {
 		if rc.continuous {
 			c.Usage = &usageFull{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
 		}
-		return marshal(c)
+		return rc.encode(c)
 	}
 	c := chatChunk{ID: rc.id, Object: "chat.completion.chunk", Created: rc.created, Model: model}
 	if rc.continuous && it.kind != itemUsage {
@@ -334,27 +363,27 @@ func (s *Server) chunk(rc *requestCtx, p plan, it item) []byte {
 		}
 		c.Choices = []chatChoice{ch}
 	}
-	return marshal(c)
+	return rc.encode(c)
 }
 
 // finalUsage is the usage of the final usage chunk.
-func (s *Server) finalUsage(rc *requestCtx, p plan) usageSet {
+func (s *Server) finalUsage(rc *requestCtx, p *plan) usageSet {
 	u := usageSet{PromptTokens: len(rc.promptIDs), CompletionTokens: len(p.ids)}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	if s.cfg.PromptTokensDetails {
-		u.PromptTokensDetails = &tokensDetails{CachedTokens: rc.cachedTokens}
+		u.PromptTokensDetails = &tokensDetails{CachedTokens: p.cached}
 	}
 	return u
 }
 
 // respond writes a non-streamed response once the whole output is ready. Stream faults fire on
 // its single event, whatever their index.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, rc *requestCtx, p plan, start time.Time) {
-	if !s.sleepUntil(r, start.Add(p.lastAt())) {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, rc *requestCtx, p *plan, q *seq, start time.Time) {
+	if !s.due(r, p, q, start, &p.events[len(p.events)-1]) {
 		s.met.finished(requestTimes{finish: "abort"})
 		abort()
 	}
-	if s.cache != nil {
+	if s.cache != nil && q == nil {
 		s.cache.insert(rc.promptIDs)
 	}
 	body := s.responseBody(rc, p)
@@ -384,18 +413,19 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rc *requestCtx,
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
+	rc.leave()
 	w.Write(body)
 	now := time.Now()
 	s.finishTimes(rc, p, start, now, now)
 }
 
 // responseBody encodes a non-streamed response as vLLM would.
-func (s *Server) responseBody(rc *requestCtx, p plan) []byte {
+func (s *Server) responseBody(rc *requestCtx, p *plan) []byte {
 	text := s.textOf(p.ids)
 	u := usageFull{PromptTokens: len(rc.promptIDs), CompletionTokens: len(p.ids)}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	if s.cfg.PromptTokensDetails {
-		u.PromptTokensDetails = &tokensDetails{CachedTokens: rc.cachedTokens}
+		u.PromptTokensDetails = &tokensDetails{CachedTokens: p.cached}
 	}
 	var ids, promptIDs []int
 	if rc.returnTokenIDs {
