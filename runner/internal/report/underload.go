@@ -174,7 +174,7 @@ func newLoadView(runs []*run) *loadView {
 	if !hasLoad(runs) {
 		return nil
 	}
-	v := &loadView{Compare: len(runs) > 1, SLO: sloText(runs), LateLimit: lateSendLag.String()}
+	v := &loadView{Compare: len(runs) > 1, SLO: sloText(runs), LateLimit: trimNumber(float64(lateSendLag)/1e6) + " ms"}
 	p99 := func(s stats.Summary) string {
 		out := num(s.P99, "")
 		if !math.IsNaN(s.P99) && p99Thin(s) {
