@@ -1,7 +1,9 @@
 // Package report writes a self-contained report of one result folder, or of two compared: an
 // HTML page that opens offline (every chart inline as SVG, no external asset), each chart also
 // as PNG and SVG files for papers and pull requests, and fits.csv with the prefill/decode
-// decomposition. The charts are drawn with gonum.org/v1/plot.
+// decomposition. The charts are drawn with gonum.org/v1/plot. A folder whose configs are load
+// points also gets latency against concurrency or rate, throughput against TTFT and a table of
+// its load points; a folder without one gets exactly the page it got before loads existed.
 //
 // Every chart uses the measured, successful requests of each config: warm-up requests, the
 // first request after a boot and failed requests are left out, as in the summary.
