@@ -15,7 +15,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
 
-var update = flag.Bool("update", false, "regenerate the result folders under testdata/ from fixtureModels")
+var update = flag.Bool("update", false, "regenerate the result folders under testdata/ from fixtureModels, and the golden files")
 
 // fixtureModel is a committed folder under testdata/ and the model it is drawn from.
 type fixtureModel struct {

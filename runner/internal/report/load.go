@@ -77,6 +77,7 @@ type run struct {
 	configs []*configData
 	byLabel map[string]*configData
 	sweeps  []decompose.Sweep
+	load    []*loadSeries // the load points by series; empty for a folder without load points
 }
 
 func newRun(role string, f *Folder) *run {
@@ -107,6 +108,7 @@ func newRun(role string, f *Folder) *run {
 		cd.ok = append(cd.ok, q)
 	}
 	r.sweeps = decompose.Sweeps(f.Configs, f.Requests)
+	r.load = loadSeriesOf(r)
 	return r
 }
 

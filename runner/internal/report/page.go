@@ -22,6 +22,7 @@ type page struct {
 	TPOT    []tpotView
 	Skipped []skipView
 	Level   string
+	Load    *loadView // nil when no folder has a load point: the page is as it was before loads
 }
 
 type runView struct {
@@ -86,6 +87,7 @@ func newPage(runs []*run) *page {
 				Token: num(p.token, " ms"), Ratio: fmt.Sprintf("%.2f×", p.ratio()), Differs: p.differs(), Estimated: !p.exact})
 		}
 	}
+	pg.Load = newLoadView(runs)
 	pg.Title = "runner report: " + names[0]
 	if len(names) > 1 && names[1] != names[0] {
 		pg.Title += " against " + names[1]
@@ -183,7 +185,7 @@ after each server boot and failed requests are left out. TTFT is the time from j
 the first event that carries text; TPOT per token divides the time between the first and last text events by the
 tokens generated after the first event, TPOT per event by the text events after the first.</p>
 
-<h2 id="fits">Prefill/decode decomposition</h2>
+{{with .Load}}{{template "load" .}}{{end}}<h2 id="fits">Prefill/decode decomposition</h2>
 <p>Least squares over per-request rows (one point per measured request, not per config median) of each sweep, a sweep
 being the configs that differ only in prompt or output length. <code>ttft_ms ≈ a + b·prompt_tokens</code> with the
 prompt tokens the server reported, else those requested; <code>e2e_ms ≈ ttft_ms + c·(output_tokens − 1)</code>.
@@ -218,4 +220,28 @@ Intervals are {{.Level}} from Student's t. The same numbers are in <a href="fits
 {{end}}
 </body>
 </html>
-`))
+{{define "load"}}<h2 id="load">Latency under load</h2>
+<p>Each config with a load section is a load point: its measured requests, sent under one load. A closed loop keeps
+its concurrency in flight; an open loop sends requests at a target rate. A series is the load points that differ
+only in their level: the same server, the same kind of loop and the same values of every other axis. Percentiles
+are over each load point's measured requests that succeeded; rates divide by its measured window, from the first
+measured request's send to the last one's end.{{if .SLO}} A request is good when it succeeded and met every bound of
+the objective: {{.SLO}}.{{end}}</p>
+{{range .Charts}}<figure id="chart-{{.Name}}">
+<h3>{{.Title}}</h3>
+{{.SVG}}
+<figcaption>{{.Caption}} Files: <a href="{{.Name}}.png">{{.Name}}.png</a>, <a href="{{.Name}}.svg">{{.Name}}.svg</a>.</figcaption>
+</figure>
+{{end}}{{if .Skipped}}<h3>Load charts not drawn</h3>
+<ul>{{range .Skipped}}<li>{{.Title}}: {{.Reason}}.</li>{{end}}</ul>
+{{end}}<h3 id="load-points">Load points</h3>
+<table>
+<tr>{{if .Compare}}<th class="l">folder</th>{{end}}<th class="l">series</th><th class="l">loop</th><th>level</th><th>n</th><th>failed</th><th>target (req/s)</th><th>achieved (req/s)</th><th>output tokens/s</th><th>TTFT p50 (ms)</th><th>TTFT p99 (ms)</th><th>TPOT per token p50 (ms)</th><th>TPOT per token p99 (ms)</th>{{if .SLO}}<th>goodput (req/s)</th><th>SLO met</th>{{end}}<th>send lag p99 (ms)</th><th>most in flight</th></tr>
+{{range .Points}}<tr>{{if $.Compare}}<td class="l">{{.Role}}</td>{{end}}<td class="l">{{.Series}}</td><td class="l">{{.Loop}}</td><td>{{.Level}}</td><td>{{.N}}</td><td>{{.Failed}}</td><td>{{.Target}}</td><td>{{.Achieved}}</td><td>{{.Tokens}}</td><td>{{.TTFTP50}}</td><td>{{.TTFTP99}}</td><td>{{.TPOTP50}}</td><td>{{.TPOTP99}}</td>{{if $.SLO}}<td>{{.Goodput}}</td><td>{{.Attained}}</td>{{end}}<td>{{if .Late}}<span class="warn">{{.LagP99}} client late</span>{{else}}{{.LagP99}}{{end}}</td><td>{{.InFlight}}</td></tr>
+{{end}}</table>
+<p{{if .Late}} class="warn"{{end}}>The send lag is how late the client sent a request after the moment its load scheduled it:
+the client's own lateness, not the server's.{{if .Late}} {{.Late}} of {{len .Points}} load points have a send lag p99 above
+{{.LateLimit}}: the client fell behind, so the server saw less load than their level says; do not read their latencies as
+the server's at that level.{{else}} Every load point's p99 is at most {{.LateLimit}}.{{end}}{{if .Thin}} A p99 marked × rests on
+too few requests to be a tail: it lies between the two largest values.{{end}}</p>
+{{end}}`))

@@ -1,7 +1,9 @@
 // Package report writes a self-contained report of one result folder, or of two compared: an
 // HTML page that opens offline (every chart inline as SVG, no external asset), each chart also
 // as PNG and SVG files for papers and pull requests, and fits.csv with the prefill/decode
-// decomposition. The charts are drawn with gonum.org/v1/plot.
+// decomposition. The charts are drawn with gonum.org/v1/plot. A folder whose configs are load
+// points also gets latency against concurrency or rate, throughput against TTFT and a table of
+// its load points; a folder without one gets exactly the page it got before loads existed.
 //
 // Every chart uses the measured, successful requests of each config: warm-up requests, the
 // first request after a boot and failed requests are left out, as in the summary.
@@ -89,33 +91,70 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 		return nil
 	}
 	pg := newPage(runs)
-	for _, k := range chartKinds {
-		c, why := k.build(runs)
-		if c == nil {
-			res.Skipped = append(res.Skipped, Skip{Chart: k.name, Reason: why})
-			pg.Skipped = append(pg.Skipped, skipView{Title: k.title, Reason: why})
-			for _, ext := range []string{".png", ".svg"} {
-				if err := os.Remove(filepath.Join(out, k.name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return nil, fmt.Errorf("report: %w", err)
+	removeCharts := func(name string) error {
+		for _, ext := range []string{".png", ".svg"} {
+			if err := os.Remove(filepath.Join(out, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("report: %w", err)
+			}
+		}
+		return nil
+	}
+	// drawAll draws kinds in order, writing each chart's files and returning what the page
+	// shows of them; a chart the runs cannot support is recorded as skipped.
+	drawAll := func(kinds []chartKind) ([]chartView, []skipView, error) {
+		var views []chartView
+		var skips []skipView
+		for _, k := range kinds {
+			c, why := k.build(runs)
+			if c == nil {
+				res.Skipped = append(res.Skipped, Skip{Chart: k.name, Reason: why})
+				skips = append(skips, skipView{Title: k.title, Reason: why})
+				if err := removeCharts(k.name); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			var svg []byte
+			for _, format := range []string{"png", "svg"} {
+				b, err := render(c, format)
+				if err != nil {
+					return nil, nil, fmt.Errorf("report: %w", err)
+				}
+				if err := write(c.Name+"."+format, b); err != nil {
+					return nil, nil, err
+				}
+				if format == "svg" {
+					svg = b
 				}
 			}
-			continue
+			res.Charts = append(res.Charts, c.Name)
+			views = append(views, chartView{Name: c.Name, Title: c.Title, Caption: c.Caption, SVG: inlineSVG(svg)})
 		}
-		var svg []byte
-		for _, format := range []string{"png", "svg"} {
-			b, err := render(c, format)
-			if err != nil {
-				return nil, fmt.Errorf("report: %w", err)
-			}
-			if err := write(c.Name+"."+format, b); err != nil {
+		return views, skips, nil
+	}
+	// The load charts come first, as the page shows them; those the runs do not call for
+	// are removed, so that the folder never holds a chart of other data.
+	loadKinds := loadChartKinds(runs)
+	drawn := map[string]bool{}
+	for _, k := range loadKinds {
+		drawn[k.name] = true
+	}
+	for _, name := range loadChartNames {
+		if !drawn[name] {
+			if err := removeCharts(name); err != nil {
 				return nil, err
 			}
-			if format == "svg" {
-				svg = b
-			}
 		}
-		res.Charts = append(res.Charts, c.Name)
-		pg.Charts = append(pg.Charts, chartView{Name: c.Name, Title: c.Title, Caption: c.Caption, SVG: inlineSVG(svg)})
+	}
+	if pg.Load != nil {
+		var err error
+		if pg.Load.Charts, pg.Load.Skipped, err = drawAll(loadKinds); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if pg.Charts, pg.Skipped, err = drawAll(chartKinds); err != nil {
+		return nil, err
 	}
 
 	var sets []decompose.Set
