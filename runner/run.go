@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -87,6 +88,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		folder.HideSecrets(cfgs, redact.ArgSecrets(args)...)
 		fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
+		// A load point cut short is run again whole: its rows were measured under a load that
+		// did not run to its end, and must not be mixed with the new ones.
+		if partial := orchestrate.PartialLoadPoints(cfgs, done); len(partial) > 0 {
+			before := done.Len()
+			if done, err = folder.Discard(partial, "load point interrupted part way; run again whole"); err != nil {
+				return fmt.Errorf("resume: %w", err)
+			}
+			fmt.Fprintf(stderr, "resume: %d load point(s) were cut short (%s): their %d rows are moved to %s and they run again whole\n",
+				len(partial), strings.Join(partial, ", "), before-done.Len(), filepath.Join(folder.Dir(), "discarded"))
+		}
 	} else {
 		ver, commit := buildInfo()
 		folder, err = results.Create(*root, exp, cfgs, results.RunInfo{
