@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,14 +28,15 @@ import (
 )
 
 // The simulator's settings for BenchmarkLoad. Each stream gets one event per benchDecode on
-// average, so 1,024 streams ask the simulator for about 20,000 events a second: a load both
-// processes carry on 2 shared cores with room to spare, so that what the table shows is the
+// average, so 1,024 streams ask the simulator for about 10,000 events a second: a load both
+// processes carry on 2 shared cores (each spends about 30 µs of CPU per event at 1,024
+// streams) with room to spare, so that what the table shows is the
 // client's delay and not a saturated machine's. The jitter (each token's delay scaled by a
 // factor in [0.5, 1.5]) spreads the streams' events in time the way independent requests
 // spread; without it every stream would send in the same microsecond forever.
 const (
 	benchTokens = 32
-	benchDecode = 50 * time.Millisecond
+	benchDecode = 100 * time.Millisecond
 	benchQueue  = 20 * time.Millisecond
 	benchJitter = 0.5
 	benchRate   = 100.0 // requests per second of the open-loop point
@@ -62,6 +64,9 @@ type benchPoint struct {
 	simCPU      time.Duration
 	rssBase     int64 // bytes
 	rssPeak     int64
+	heapAtPeak  int64 // Go heap objects at the peak, live and not yet swept
+	stackAtPeak int64 // goroutine stacks at the peak
+	loadAvg     string
 	sendLag     []time.Duration // open loop
 	maxInFlight int
 }
@@ -90,7 +95,7 @@ func BenchmarkLoad(b *testing.B) {
 	for _, streams := range []int{1, 64, 256, most} {
 		// Enough requests that every point has a steady middle: a closed loop of N starts
 		// its last requests once all but N have been sent.
-		waves := map[int]int{1: 12, 64: 4, 256: 3, most: 3}[streams]
+		waves := map[int]int{1: 8, 64: 4, 256: 3, most: 3}[streams]
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			var p benchPoint
 			for range b.N {
@@ -165,7 +170,10 @@ func runPoint(b *testing.B, url string, pid int, l Load, n int) benchPoint {
 				// The steady state: every stream has finished its first request (its
 				// connection and buffers exist) and none has yet started its last.
 				if d := int(done.Load()); d >= streams && d <= n-streams || streams == n {
-					p.rssPeak = max(p.rssPeak, vmRSS(b, "self"))
+					if rss := vmRSS(b, "self"); rss > p.rssPeak {
+						p.rssPeak = rss
+						p.heapAtPeak, p.stackAtPeak = goMemory()
+					}
 				}
 			}
 		}()
@@ -204,6 +212,7 @@ func runPoint(b *testing.B, url string, pid int, l Load, n int) benchPoint {
 	close(stopSampler)
 	sampler.Wait()
 	p.clientCPU, p.simCPU = cpuTime(b)-cpu0, simCPU(b, pid)-sim0
+	p.loadAvg = loadAvg(b)
 	if err != nil {
 		b.Fatalf("RunLoad: %v", err)
 	}
@@ -234,7 +243,8 @@ func printTable(w io.Writer, rows []benchPoint) {
 		benchTokens, benchDecode, benchJitter*100, benchQueue)
 	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d)\n\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	tw := &table{}
-	tw.row("streams", "added p50", "added p99", "events/s", "sim offers", "CPU ms/1k events", "sim CPU ms/1k events", "RSS/stream", "RSS total", "new conns", "failed")
+	tw.row("streams", "added p50", "added p99", "events/s", "sim offers", "CPU ms/1k events", "RSS/stream",
+		"RSS total", "heap+stacks/stream", "sim CPU ms/1k events", "cores busy client+sim", "load avg", "new conns", "failed")
 	for _, p := range rows {
 		if p.streams == 0 {
 			continue
@@ -245,10 +255,12 @@ func printTable(w io.Writer, rows []benchPoint) {
 			fmt.Sprintf("%.0f", float64(p.events)/p.wall.Seconds()),
 			fmt.Sprintf("%.0f", offered),
 			fmt.Sprintf("%.1f", cpuPer1k(p.clientCPU, p.events)),
-			fmt.Sprintf("%.1f", cpuPer1k(p.simCPU, p.events)),
 			fmt.Sprintf("%.1f KiB", float64(p.rssPeak-p.rssBase)/float64(p.streams)/1024),
 			fmt.Sprintf("%.1f MiB", float64(p.rssPeak)/(1<<20)),
-			strconv.Itoa(p.newConns), strconv.Itoa(p.failed))
+			fmt.Sprintf("%.0f+%.0f KiB", float64(p.heapAtPeak)/float64(p.streams)/1024, float64(p.stackAtPeak)/float64(p.streams)/1024),
+			fmt.Sprintf("%.1f", cpuPer1k(p.simCPU, p.events)),
+			fmt.Sprintf("%.2f+%.2f", p.clientCPU.Seconds()/p.wall.Seconds(), p.simCPU.Seconds()/p.wall.Seconds()),
+			p.loadAvg, strconv.Itoa(p.newConns), strconv.Itoa(p.failed))
 	}
 	tw.write(w)
 	for _, p := range rows {
@@ -261,7 +273,10 @@ func printTable(w io.Writer, rows []benchPoint) {
 	}
 	fmt.Fprintf(w, "\ntargets: added p99 at 64 streams <= %v; RSS at 1024 streams < %d MiB in all; open-loop send_lag p99 < %v\n",
 		targetAddedP99At64, targetRSSAt1024>>20, targetSendLagP99)
-	fmt.Fprintf(w, "added: the client's timestamp of an event minus the simulator's send stamp; RSS: peak VmRSS in the steady state minus the point's baseline; sim offers: events/s the simulator's pacing allows\n")
+	fmt.Fprintf(w, "added: the client's timestamp of an event minus the simulator's send stamp; RSS: peak VmRSS in the steady state minus the point's baseline;\n"+
+		"heap+stacks: the Go heap's objects (live and garbage not yet swept) and goroutine stacks at that peak; sim offers: events/s the simulator's pacing allows;\n"+
+		"cores busy: CPU time over wall time of each process; load avg: the machine's, at the end of the point (other work on it shows here);\n"+
+		"at 1 stream, RSS/stream is mostly the Go heap's 4 MiB minimum growing back after the collection that precedes the baseline\n")
 }
 
 // table lays out columns separated by " | ".
@@ -503,4 +518,21 @@ func simCPU(b *testing.B, pid int) time.Duration {
 		b.Fatalf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// goMemory returns the bytes of the Go heap's objects and of goroutine stacks, read without
+// stopping the world.
+func goMemory() (heap, stacks int64) {
+	m := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(m)
+	return int64(m[0].Value.Uint64()), int64(m[1].Value.Uint64())
+}
+
+// loadAvg returns the machine's load averages over 1, 5 and 15 minutes.
+func loadAvg(b *testing.B) string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatalf("read /proc/loadavg: %v", err)
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
