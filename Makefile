@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/runner
 PKGS    := ./...
 
-.PHONY: help build test test-short lint fmt bench ollama model demo demo-load sim-demo sim-load
+.PHONY: help build test test-short lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ fmt: ## format the code
 
 bench: ## run the benchmarks and print their figures
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+bench-load: build ## drive 1, 64, 256 and 1024 streams against runner sim and print the client's figures
+	RUNNER_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench '^BenchmarkLoad$$' -benchtime 1x -count 1 -timeout 15m ./runner/internal/measure/
 
 ollama: ## build the pinned ollama (real CPU engine) into the user cache; no-op when present
 	.ci/build-ollama.sh
