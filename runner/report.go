@@ -20,6 +20,9 @@ each config with a 5–95% band, one line per value of the other axes, and the f
 prefill/decode fits over the individual requests; the distribution of TTFT per config (box
 plots) and of the gaps between text events (cumulative distributions); the timeline of one
 request's events, with how many tokens each carried; and TPOT per event beside TPOT per token.
+For a folder with load points: TTFT and TPOT (p50 and p99) against the concurrency or the request
+rate, output tokens per second against TTFT (the knee), and a table of the load points with their
+achieved rate, goodput and the client's send lag.
 A chart the data cannot support (no prompt lengths to sweep, say) is left out, and the page
 says why.
 
