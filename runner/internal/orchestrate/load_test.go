@@ -23,6 +23,7 @@ import (
 // loadSim is the simulator behind a handler that counts, from the server's side, the streaming
 // requests in flight and keeps every prompt it was sent.
 type loadSim struct {
+	sim     *sim.Server
 	url     string
 	now     atomic.Int64
 	peak    atomic.Int64
@@ -40,7 +41,7 @@ func startLoadSim(t *testing.T) *loadSim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := &loadSim{}
+	ls := &loadSim{sim: s}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/completions" {
 			s.ServeHTTP(w, r)
@@ -115,6 +116,9 @@ func TestRunLoadPoints(t *testing.T) {
 	}
 	if p := ls.peak.Load(); p != 4 {
 		t.Errorf("the server saw at most %d requests at once, want 4", p)
+	}
+	if p := ls.sim.Stats().PeakInFlight; p != 4 {
+		t.Errorf("the simulator's own count of requests in flight peaked at %d, want 4", p)
 	}
 	reqs, err := results.LoadRequests(f.Dir())
 	if err != nil {
@@ -195,6 +199,9 @@ func TestRunOpenLoopCap(t *testing.T) {
 	}
 	if p := ls.peak.Load(); p > 3 {
 		t.Errorf("the server saw %d requests at once under a cap of 3", p)
+	}
+	if p := ls.sim.Stats().PeakInFlight; p > 3 || p < 1 {
+		t.Errorf("the simulator's own count of requests in flight peaked at %d under a cap of 3", p)
 	}
 	if len(ls.prompts) != 11 {
 		t.Fatalf("%d prompts", len(ls.prompts))
