@@ -162,6 +162,38 @@ type Request struct {
 	// one included; 0 without a load section.
 	InFlight int
 
+	// What the server says about the same request, from its Prometheus /metrics: the
+	// difference of each histogram's sum and count between a scrape just before and one just
+	// after the request, exact when the request was alone on the server. Nil when the server
+	// has no such metric, the scrape failed, or other requests were in flight (under load the
+	// deltas are per load point instead).
+	ServerTTFT    *time.Duration // arrival to first token, server side
+	ServerE2E     *time.Duration // arrival to last token
+	ServerQueue   *time.Duration // waiting for a slot
+	ServerPrefill *time.Duration // prefill
+	ServerDecode  *time.Duration // decode
+	// Counters over the same window: prompt and generated tokens, and the prefix cache's
+	// queried and hit tokens.
+	ServerPromptTokens     *int
+	ServerGenerationTokens *int
+	PrefixCacheQueries     *int
+	PrefixCacheHits        *int
+	// ClientOverhead is TTFT − ServerTTFT: HTTP, the network, detokenisation and the
+	// client, as measured, never assumed.
+	ClientOverhead *time.Duration
+	// CacheHitAfterReset flags a measured request that hit the prefix cache although the cache
+	// was reset before it: the reset did not take, and its TTFT is not a cold prefill.
+	CacheHitAfterReset bool
+
+	// PromptBuilt says how the prompt of a prompt_tokens config was made to its length: by
+	// the server's tokenizer, calibrated on the server's own usage count, or by tiktoken.
+	PromptBuilt string
+
+	// GPU telemetry over the request's lifetime, from nvidia-smi samples; nil without a GPU.
+	GPUSMClockMeanMHz *float64 // mean SM clock
+	GPUTempMaxC       *float64 // peak temperature
+	GPUThrottled      *bool    // a power or thermal clock-throttle reason was active
+
 	OutputText string // the generated text; stored in its own file
 
 	EventList []Event
