@@ -231,4 +231,3 @@ func TestCacheHitAfterResetFlagged(t *testing.T) {
 		t.Error("the summary does not warn about the cache")
 	}
 }
-
