@@ -294,6 +294,11 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, "no config id is on both sides: a change to the experiment's fixed parts changes every id; "+
 			"join by label to compare such runs")
 	}
+	if opt.Strict {
+		// A folder whose reset did not take measured warm caches, not what it says it measured.
+		failures = append(failures, cacheHitsAfterReset("old", old)...)
+		failures = append(failures, cacheHitsAfterReset("new", new)...)
+	}
 	rep.Gate = evaluateGate(rep, opt, failures)
 	return rep, nil
 }
@@ -667,4 +672,27 @@ func joinAnd(xs []string) string {
 		s += ", " + x
 	}
 	return s + " and " + xs[len(xs)-1]
+}
+
+// cacheHitsAfterReset says, one sentence per config, where a side's measured requests hit the
+// prefix cache although it was reset before them (record.Request.CacheHitAfterReset).
+func cacheHitsAfterReset(side string, s *Side) []string {
+	var order []string
+	hits := map[string]int{}
+	for i := range s.Requests {
+		r := &s.Requests[i]
+		if r.Phase != record.PhaseMeasure || !r.CacheHitAfterReset {
+			continue
+		}
+		if hits[r.ConfigID] == 0 {
+			order = append(order, r.ConfigID)
+		}
+		hits[r.ConfigID]++
+	}
+	out := make([]string, 0, len(order))
+	for _, id := range order {
+		out = append(out, fmt.Sprintf("config %s in the %s folder: %s hit the prefix cache after it was reset, so the reset did not take",
+			id, side, tabular.Plural(hits[id], "measured request")))
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"github.com/onelayerdown/runner/runner/internal/record"
 	"math"
 	"path/filepath"
 	"strings"
@@ -444,6 +445,40 @@ func BenchmarkCompare(b *testing.B) {
 	for b.Loop() {
 		if _, err := Compare(old, nw, Options{Thresholds: ts}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestStrictRefusesCacheHitAfterReset: a folder whose measured requests hit the prefix cache
+// after a reset fails a strict gate, one reason per config, and leaves a plain diff alone.
+func TestStrictRefusesCacheHitAfterReset(t *testing.T) {
+	configs := testConfigs(8, "a", "b")
+	old := sideSpec{configs: configs, env: baseEnv, seed: 1}.memory()
+	nw := sideSpec{configs: configs, env: baseEnv, seed: 2}.memory()
+	flagged := 0
+	for i := range nw.Requests {
+		r := &nw.Requests[i]
+		if r.ConfigID == "id-b" && r.Phase == record.PhaseMeasure && r.Rep < 3 {
+			r.CacheReset, r.PrefixCacheHits, r.CacheHitAfterReset = true, record.Int(16), true
+			flagged++
+		}
+	}
+	if flagged != 3 {
+		t.Fatalf("flagged %d requests, want 3", flagged)
+	}
+	tests := []struct {
+		name   string
+		opt    Options
+		failed bool
+	}{
+		{"plain", Options{}, false},
+		{"strict", Options{Strict: true}, true},
+	}
+	for _, tt := range tests {
+		g := mustCompare(t, old, nw, tt.opt).Gate
+		want := "config id-b in the new folder: 3 measured requests hit the prefix cache after it was reset, so the reset did not take"
+		if g.Failed() != tt.failed || tt.failed && (len(g.Reasons) != 1 || g.Reasons[0] != want) {
+			t.Errorf("%s: gate %s %q", tt.name, g.Result, g.Reasons)
 		}
 	}
 }

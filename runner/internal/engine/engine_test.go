@@ -117,14 +117,14 @@ func TestPresetCommandLines(t *testing.T) {
 				Args: []string{"--mem-fraction-static", "0.8"}},
 			want: want{
 				argv: []string{"python", "-m", "sglang.launch_server", "--model-path", "qwen/qwen2.5-0.5b-instruct",
-					"--host", "127.0.0.1", "--port", "P", "--dtype", "half", "--context-length", "2048", "--mem-fraction-static", "0.8"},
+					"--host", "127.0.0.1", "--port", "P", "--dtype", "half", "--context-length", "2048", "--enable-metrics", "--mem-fraction-static", "0.8"},
 				model: "qwen/qwen2.5-0.5b-instruct", version: "0.0.0-fake-sglang", canReset: true,
 			},
 		},
 		{
 			name: "llama.cpp", stand: "llama-server",
 			srv: experiment.Server{Engine: "llamacpp", Model: "/models/tiny.gguf", MaxModelLen: 512, Args: []string{"-np", "1"}},
-			want: want{argv: []string{"llama-server", "-m", "/models/tiny.gguf", "--host", "127.0.0.1", "--port", "P", "-c", "512", "-np", "1"},
+			want: want{argv: []string{"llama-server", "-m", "/models/tiny.gguf", "--host", "127.0.0.1", "--port", "P", "-c", "512", "--metrics", "-np", "1"},
 				model: "/models/tiny.gguf", version: "b0-fake", canReset: false},
 		},
 		{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,6 +66,11 @@ func sglangPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.MaxModelLen > 0 {
 		argv = append(argv, "--context-length", strconv.Itoa(srv.MaxModelLen))
 	}
+	// SGLang serves /metrics only when asked: the runner reads its requests' server-side
+	// timings there.
+	if !slices.Contains(srv.Args, "--enable-metrics") {
+		argv = append(argv, "--enable-metrics")
+	}
 	argv = append(argv, srv.Args...)
 	return &Launch{
 		Argv:       argv,
@@ -92,6 +98,11 @@ func llamaCppPreset(srv experiment.Server, t Target) (*Launch, error) {
 	argv := []string{"llama-server", "-m", srv.Model, "--host", t.Host, "--port", strconv.Itoa(t.Port)}
 	if srv.MaxModelLen > 0 {
 		argv = append(argv, "-c", strconv.Itoa(srv.MaxModelLen))
+	}
+	// llama-server serves /metrics only with --metrics: its counters of prompt and decode
+	// time are the server-side timings the runner reads.
+	if !slices.Contains(srv.Args, "--metrics") {
+		argv = append(argv, "--metrics")
 	}
 	argv = append(argv, srv.Args...)
 	return &Launch{

@@ -1,14 +1,16 @@
 package openai
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // The vLLM histograms the runner reads from /metrics, server-side counterparts of its own
@@ -167,71 +169,97 @@ func (m *Metrics) Value(name string, match ...Label) (float64, bool) {
 	return 0, false
 }
 
-// rawSample is one parsed sample line.
-type rawSample struct {
-	line   int
-	name   string
-	labels []Label
-	value  float64
-}
-
-// maxMetricsLine caps one line of a /metrics page: 1 MiB. A sample line is a name, a few short
-// labels and a number, well under a KiB; a longer line is no Prometheus text.
-const maxMetricsLine = 1 << 20
-
-// ParseMetrics parses the Prometheus text format (version 0.0.4) that vLLM's /metrics serves.
-// A family is a histogram when a "# TYPE name histogram" line says so, or when it has
-// name_bucket samples with an "le" label (excerpts may lack the TYPE line). Errors name the
-// line.
-func ParseMetrics(r io.Reader) (*Metrics, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxMetricsLine)
-	types := map[string]string{}
-	var raw []rawSample
-	n := 1 // the line being read
-	for ; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
+// ParseMetrics parses the Prometheus text format (version 0.0.4) that vLLM's /metrics serves,
+// with the Prometheus project's own parser (prometheus/common/expfmt). A family is a histogram
+// when a "# TYPE name histogram" line says so, or when it has name_bucket samples with an "le"
+// label (excerpts may lack the TYPE line). Summaries become plain samples: name_sum,
+// name_count and one sample per quantile. Histograms and samples are sorted by name and
+// labels. Errors name the line; garbage is an error, never a panic.
+func ParseMetrics(r io.Reader) (m *Metrics, err error) {
+	// The parser is not known to panic on any input, but a /metrics page comes from another
+	// process: a panic in it must fail the scrape, not the run.
+	defer func() {
+		if p := recover(); p != nil {
+			m, err = nil, fmt.Errorf("metrics: the parser failed: %v", p)
 		}
-		if line[0] == '#' {
-			f := strings.Fields(line)
-			if len(f) >= 4 && f[1] == "TYPE" {
-				types[f[2]] = f[3]
-			}
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics: line %d: %w", n, err)
-		}
-		s.line = n
-		raw = append(raw, s)
-	}
-	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return nil, fmt.Errorf("metrics: line %d is longer than the %s limit: %w", n, FormatSize(maxMetricsLine), err)
-	} else if err != nil {
+	}()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := p.TextToMetricFamilies(r)
+	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	for _, s := range raw {
-		if base, ok := strings.CutSuffix(s.name, "_bucket"); ok && base != "" && hasLabel(s.labels, "le") {
-			if _, declared := types[base]; !declared {
-				types[base] = "histogram"
+	m = &Metrics{}
+	for name, mf := range families {
+		for _, x := range mf.GetMetric() {
+			labels := dtoLabels(x.GetLabel())
+			switch mf.GetType() {
+			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+				m.Histograms = append(m.Histograms, dtoHistogram(name, labels, x.GetHistogram()))
+			case dto.MetricType_SUMMARY:
+				s := x.GetSummary()
+				if s.SampleSum != nil {
+					m.Samples = append(m.Samples, Sample{name + "_sum", labels, s.GetSampleSum()})
+				}
+				if s.SampleCount != nil {
+					m.Samples = append(m.Samples, Sample{name + "_count", labels, float64(s.GetSampleCount())})
+				}
+				for _, q := range s.GetQuantile() {
+					ql := sortedLabels(append(slices.Clone(labels), Label{"quantile", strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64)}))
+					m.Samples = append(m.Samples, Sample{name, ql, q.GetValue()})
+				}
+			case dto.MetricType_COUNTER:
+				m.Samples = append(m.Samples, Sample{name, labels, x.GetCounter().GetValue()})
+			case dto.MetricType_GAUGE:
+				m.Samples = append(m.Samples, Sample{name, labels, x.GetGauge().GetValue()})
+			default:
+				m.Samples = append(m.Samples, Sample{name, labels, x.GetUntyped().GetValue()})
 			}
 		}
 	}
+	if err := m.foldUntyped(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(m.Histograms, func(a, b *Histogram) int {
+		return strings.Compare(seriesKey(a.Name, a.Labels), seriesKey(b.Name, b.Labels))
+	})
+	slices.SortStableFunc(m.Samples, func(a, b Sample) int {
+		return strings.Compare(seriesKey(a.Name, a.Labels), seriesKey(b.Name, b.Labels))
+	})
+	return m, nil
+}
 
-	m := &Metrics{}
+// foldUntyped turns the untyped samples of a histogram whose TYPE line is missing (name_bucket
+// with an "le" label, name_sum, name_count) into a histogram.
+func (m *Metrics) foldUntyped() error {
+	bases := map[string]bool{}
+	for _, s := range m.Samples {
+		if base, ok := strings.CutSuffix(s.Name, "_bucket"); ok && base != "" && hasLabel(s.Labels, "le") {
+			bases[base] = true
+		}
+	}
+	if len(bases) == 0 {
+		return nil
+	}
 	index := map[string]*Histogram{}
-	for _, s := range raw {
-		base, part := histogramPart(s.name, types)
+	for _, h := range m.Histograms {
+		index[seriesKey(h.Name, h.Labels)] = h
+	}
+	var rest []Sample
+	for _, s := range m.Samples {
+		base, part := "", ""
+		for _, suffix := range []string{"bucket", "sum", "count"} {
+			if b, ok := strings.CutSuffix(s.Name, "_"+suffix); ok && bases[b] {
+				base, part = b, suffix
+				break
+			}
+		}
 		if part == "" {
-			m.Samples = append(m.Samples, Sample{Name: s.name, Labels: s.labels, Value: s.value})
+			rest = append(rest, s)
 			continue
 		}
 		var le string
-		labels := make([]Label, 0, len(s.labels))
-		for _, l := range s.labels {
+		labels := make([]Label, 0, len(s.Labels))
+		for _, l := range s.Labels {
 			if l.Name == "le" {
 				le = l.Value
 				continue
@@ -247,32 +275,48 @@ func ParseMetrics(r io.Reader) (*Metrics, error) {
 		}
 		switch part {
 		case "bucket":
-			ub, err := parseFloat(le)
+			ub, err := strconv.ParseFloat(le, 64)
 			if err != nil || math.IsNaN(ub) {
-				return nil, fmt.Errorf("metrics: line %d: %s: bad le %q", s.line, s.name, le)
+				return fmt.Errorf("metrics: %s: bad le %q", s.Name, le)
 			}
-			h.Buckets = append(h.Buckets, Bucket{ub, s.value})
+			h.Buckets = append(h.Buckets, Bucket{ub, s.Value})
 		case "sum":
-			h.Sum, h.HasSum = s.value, true
+			h.Sum, h.HasSum = s.Value, true
 		case "count":
-			h.Count, h.HasCount = s.value, true
+			h.Count, h.HasCount = s.Value, true
 		}
 	}
+	m.Samples = rest
 	for _, h := range m.Histograms {
 		slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
 	}
-	return m, nil
+	return nil
 }
 
-// histogramPart splits a sample name into its histogram family and part (bucket, sum,
-// count); part is "" for a sample outside any histogram.
-func histogramPart(name string, types map[string]string) (string, string) {
-	for _, part := range []string{"bucket", "sum", "count"} {
-		if base, ok := strings.CutSuffix(name, "_"+part); ok && base != "" && types[base] == "histogram" {
-			return base, part
-		}
+// dtoHistogram converts one parsed histogram series.
+func dtoHistogram(name string, labels []Label, x *dto.Histogram) *Histogram {
+	h := &Histogram{Name: name, Labels: labels,
+		Sum: x.GetSampleSum(), HasSum: x.SampleSum != nil,
+		Count: float64(x.GetSampleCount()) + x.GetSampleCountFloat(), HasCount: x.SampleCount != nil || x.SampleCountFloat != nil}
+	for _, b := range x.GetBucket() {
+		h.Buckets = append(h.Buckets, Bucket{b.GetUpperBound(), float64(b.GetCumulativeCount()) + b.GetCumulativeCountFloat()})
 	}
-	return name, ""
+	slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
+	return h
+}
+
+// dtoLabels converts a parsed label set, sorted by name.
+func dtoLabels(in []*dto.LabelPair) []Label {
+	out := make([]Label, 0, len(in))
+	for _, l := range in {
+		out = append(out, Label{l.GetName(), l.GetValue()})
+	}
+	return sortedLabels(out)
+}
+
+func sortedLabels(ls []Label) []Label {
+	slices.SortFunc(ls, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
+	return ls
 }
 
 func hasLabel(ls []Label, name string) bool {
@@ -289,120 +333,6 @@ func seriesKey(name string, ls []Label) string {
 		b.WriteString(l.Value)
 	}
 	return b.String()
-}
-
-// parseSample parses `name{l="v",...} value [timestamp]`.
-func parseSample(line string) (rawSample, error) {
-	var s rawSample
-	i := 0
-	for i < len(line) && isNameByte(line[i], i == 0) {
-		i++
-	}
-	if i == 0 {
-		return s, fmt.Errorf("bad metric name in %q", line)
-	}
-	s.name = line[:i]
-	rest := line[i:]
-	if strings.HasPrefix(rest, "{") {
-		labels, n, err := parseLabels(rest)
-		if err != nil {
-			return s, fmt.Errorf("%s: %w", s.name, err)
-		}
-		s.labels = labels
-		rest = rest[n:]
-	}
-	f := strings.Fields(rest)
-	if len(f) < 1 || len(f) > 2 {
-		return s, fmt.Errorf("%s: want a value and an optional timestamp, got %q", s.name, strings.TrimSpace(rest))
-	}
-	v, err := parseFloat(f[0])
-	if err != nil {
-		return s, fmt.Errorf("%s: bad value %q", s.name, f[0])
-	}
-	if len(f) == 2 {
-		if _, err := strconv.ParseInt(f[1], 10, 64); err != nil {
-			return s, fmt.Errorf("%s: bad timestamp %q", s.name, f[1])
-		}
-	}
-	s.value = v
-	slices.SortFunc(s.labels, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
-	return s, nil
-}
-
-// parseLabels parses `{a="x",b="y"}` at the start of s and returns the labels and the number
-// of bytes used.
-func parseLabels(s string) ([]Label, int, error) {
-	var labels []Label
-	i := 1
-	for {
-		for i < len(s) && (s[i] == ' ' || s[i] == ',') {
-			i++
-		}
-		if i < len(s) && s[i] == '}' {
-			return labels, i + 1, nil
-		}
-		start := i
-		for i < len(s) && isNameByte(s[i], i == start) && s[i] != ':' {
-			i++
-		}
-		if i == start {
-			return nil, 0, fmt.Errorf("bad label name at %q", s[start:])
-		}
-		name := s[start:i]
-		for i < len(s) && s[i] == ' ' {
-			i++
-		}
-		if i+1 >= len(s) || s[i] != '=' || s[i+1] != '"' {
-			return nil, 0, fmt.Errorf("label %s: want =\"", name)
-		}
-		i += 2
-		var v strings.Builder
-		for {
-			if i >= len(s) {
-				return nil, 0, fmt.Errorf("label %s: unterminated value", name)
-			}
-			c := s[i]
-			if c == '"' {
-				i++
-				break
-			}
-			if c == '\\' && i+1 < len(s) {
-				i++
-				switch s[i] {
-				case 'n':
-					v.WriteByte('\n')
-				default:
-					v.WriteByte(s[i])
-				}
-				i++
-				continue
-			}
-			v.WriteByte(c)
-			i++
-		}
-		labels = append(labels, Label{name, v.String()})
-	}
-}
-
-func isNameByte(c byte, first bool) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == ':':
-		return true
-	case c >= '0' && c <= '9':
-		return !first
-	}
-	return false
-}
-
-// parseFloat parses a Prometheus value: a Go float, or +Inf, -Inf, NaN.
-func parseFloat(s string) (float64, error) {
-	switch s {
-	case "+Inf", "Inf":
-		return math.Inf(1), nil
-	case "-Inf":
-		return math.Inf(-1), nil
-	}
-	return strconv.ParseFloat(s, 64)
 }
 
 func cmpFloat(a, b float64) int {

@@ -138,7 +138,9 @@ func TestParseMetricsSyntax(t *testing.T) {
 		{"a 1 2 3\n", "line 1"},
 		{"a 1 soon\n", "line 1"},
 		{"# TYPE h histogram\nh_bucket{le=\"big\"} 1\n", "line 2"},
-		{"a 1\n# HELP a " + strings.Repeat("x", 1<<20) + "\n", "line 2 is longer than the 1 MiB limit"},
+		{"<html><body>502 Bad Gateway</body></html>\n", "line 1"},
+		{"a{b=\"1\"} 1\n# TYPE a counter\n", "line 2"},
+		{"# TYPE h histogram\nh_count -1\n", "line 2"},
 	}
 	for _, tt := range bad {
 		_, err := ParseMetrics(strings.NewReader(tt.in))

@@ -137,6 +137,15 @@ type ConfigDone struct {
 	Config experiment.Config
 }
 
+// ServerMetricsFailed says that a scrape of a server's /metrics failed (garbage, a timeout, an
+// endpoint gone): its requests from here on have no server-side cells. Told once per server.
+type ServerMetricsFailed struct {
+	ServerID string
+	Err      error
+}
+
+func (ServerMetricsFailed) event() {}
+
 // RunFinished closes a run that went through every server config.
 type RunFinished struct{}
 

@@ -247,12 +247,16 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	// end stops the server and records how it ended, once, on every way out from here,
 	// an interrupt included.
 	ended := false
+	var sc *scraper
 	end := func() {
 		if ended {
 			return
 		}
 		ended = true
 		stop()
+		if sc != nil {
+			info.ServerMetrics = sc.note
+		}
 		finishServer(subs, info, srv)
 	}
 	defer end()
@@ -260,6 +264,9 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
 	client := &measure.Client{API: api, Tiktoken: tk}
 	client.SetOptions(openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true})
+	sc = newScraper(srv.Engine(), api, func(err error) {
+		subs.tell(ServerMetricsFailed{ServerID: g.serverID, Err: err})
+	})
 	if serverTokenizes(ctx, api, srv.Model()) {
 		client.Tokenize = func(ctx context.Context, text string) (int, error) {
 			no := false
@@ -379,7 +386,11 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 				resetOK = false
 			}
 		}
+		var before *openai.Metrics
 		if resetOK {
+			// Scraped before the request is prepared, so that t0 follows it closely, and
+			// after the reset, which may itself read /metrics.
+			before = sc.scrape(ctx)
 			p := params(c, srv.Model(), prompts)
 			if reset {
 				p = withResetFields(p, srv.CacheResetFields())
@@ -397,6 +408,9 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		rec.ConfigID, rec.ServerID = c.ID, c.ServerID
 		rec.Seq, rec.Phase, rec.Rep = j.Seq, j.Phase, j.Rep
 		rec.Cache, rec.CacheReset = c.Cache, reset && resetOK
+		if before != nil && rec.Status == record.StatusOK {
+			sc.fill(&rec, before, sc.scrape(ctx))
+		}
 		rec.MaxTokens = c.Request.MaxTokens
 		if c.Request.PromptTokens > 0 {
 			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)

@@ -61,6 +61,8 @@ func (p *Progress) Handle(e Event) error {
 		p.problem("%s", e.Reason)
 	case StopFailed:
 		p.problem("%v", e.Err)
+	case ServerMetricsFailed:
+		p.problem("server %s: its /metrics failed, so its requests from here on have no server-side timings: %v", e.ServerID, e.Err)
 	case ServerNotRecorded:
 		p.problem("record server %s: %v", e.ServerID, e.Err)
 	case Rewarming:

@@ -16,9 +16,23 @@ import (
 // loadColumns are the columns that requests.csv gained for load points.
 var loadColumns = []string{"load_mode", "concurrency", "rate_rps", "scheduled_ms", "send_lag_ms", "cap_wait_ms", "in_flight"}
 
+// serverColumns are the columns that requests.csv gained for the server's own timings, after
+// the load columns.
+var serverColumns = []string{"server_ttft_ms", "server_e2e_ms", "server_queue_ms", "server_prefill_ms",
+	"server_decode_ms", "server_prompt_tokens", "server_generation_tokens", "prefix_cache_queries",
+	"prefix_cache_hits", "client_overhead_ms", "cache_hit_after_reset"}
+
 // stripLoadColumns rewrites dir/requests.csv as a runner written before the load columns
-// existed would have left it, and returns the bytes it wrote.
+// existed would have left it (without the server columns, which came later still), and
+// returns the bytes it wrote.
 func stripLoadColumns(t *testing.T, dir string) []byte {
+	t.Helper()
+	return stripTrailingColumns(t, dir, append(append([]string(nil), loadColumns...), serverColumns...))
+}
+
+// stripTrailingColumns removes cols, which must be the last columns of dir/requests.csv, and
+// returns the bytes it wrote.
+func stripTrailingColumns(t *testing.T, dir string, cols []string) []byte {
 	t.Helper()
 	path := filepath.Join(dir, RequestsFile)
 	b, err := os.ReadFile(path)
@@ -29,9 +43,9 @@ func stripLoadColumns(t *testing.T, dir string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := len(recs[0]) - len(loadColumns)
-	if !reflect.DeepEqual(recs[0][n:], loadColumns) {
-		t.Fatalf("requests.csv ends with %q, want the load columns", recs[0][n:])
+	n := len(recs[0]) - len(cols)
+	if !reflect.DeepEqual(recs[0][n:], cols) {
+		t.Fatalf("requests.csv ends with %q, want %q", recs[0][n:], cols)
 	}
 	for i := range recs {
 		recs[i] = recs[i][:n]
@@ -41,6 +55,36 @@ func stripLoadColumns(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	return old
+}
+
+// TestReadFolderWithoutServerColumns reads a folder written before requests.csv had the
+// server-side columns: its rows read as requests whose server said nothing.
+func TestReadFolderWithoutServerColumns(t *testing.T) {
+	f, _ := writeFolder(t, t.TempDir())
+	want, err := LoadRequests(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripTrailingColumns(t, f.Dir(), serverColumns)
+	got, err := LoadRequests(f.Dir())
+	if err != nil {
+		t.Fatalf("folder without the server columns: %v", err)
+	}
+	if len(got) == 0 || len(got) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		if r.ServerTTFT != nil || r.PrefixCacheHits != nil || r.ClientOverhead != nil || r.CacheHitAfterReset {
+			t.Fatalf("request %s has server fields: %+v", RequestID(r.ConfigID, r.Seq), r)
+		}
+		w := want[i]
+		w.ServerTTFT, w.ServerE2E, w.ServerQueue, w.ServerPrefill, w.ServerDecode = nil, nil, nil, nil, nil
+		w.ServerPromptTokens, w.ServerGenerationTokens, w.PrefixCacheQueries, w.PrefixCacheHits = nil, nil, nil, nil
+		w.ClientOverhead, w.CacheHitAfterReset = nil, false
+		if !reflect.DeepEqual(r, w) {
+			t.Fatalf("request %s differs beyond its server fields", RequestID(r.ConfigID, r.Seq))
+		}
+	}
 }
 
 // TestReadFolderWithoutLoadColumns reads a folder written before requests.csv had the load

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,7 +18,7 @@ type req = record.Request
 // requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
 // with six decimals; a nil value is an empty cell. The load columns came later: a file written
 // before them has none, and reads as requests without a load section.
-var requestsTable = &table[req]{file: RequestsFile, cols: append([]column[req]{
+var requestsTable = &table[req]{file: RequestsFile, cols: slices.Concat([]column[req]{
 	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
 		check: checkRequestID},
@@ -69,7 +70,40 @@ var requestsTable = &table[req]{file: RequestsFile, cols: append([]column[req]{
 	msCol("send_lag_ms", func(r *req) **time.Duration { return &r.SendLag }),
 	msCol("cap_wait_ms", func(r *req) **time.Duration { return &r.CapWait }),
 	zeroIsMissingIntCol("in_flight", func(r *req) *int { return &r.InFlight }),
-)...)}
+), addedLater(
+	// What the server's /metrics says about the request, alone on the server: empty cells
+	// when the server has no metrics, a scrape failed, or the request was sent under load.
+	msCol("server_ttft_ms", func(r *req) **time.Duration { return &r.ServerTTFT }),
+	msCol("server_e2e_ms", func(r *req) **time.Duration { return &r.ServerE2E }),
+	msCol("server_queue_ms", func(r *req) **time.Duration { return &r.ServerQueue }),
+	msCol("server_prefill_ms", func(r *req) **time.Duration { return &r.ServerPrefill }),
+	msCol("server_decode_ms", func(r *req) **time.Duration { return &r.ServerDecode }),
+	optIntCol("server_prompt_tokens", func(r *req) **int { return &r.ServerPromptTokens }),
+	optIntCol("server_generation_tokens", func(r *req) **int { return &r.ServerGenerationTokens }),
+	optIntCol("prefix_cache_queries", func(r *req) **int { return &r.PrefixCacheQueries }),
+	optIntCol("prefix_cache_hits", func(r *req) **int { return &r.PrefixCacheHits }),
+	msCol("client_overhead_ms", func(r *req) **time.Duration { return &r.ClientOverhead }),
+	cacheHitAfterResetCol,
+))}
+
+// cacheHitAfterResetCol says whether a request whose cache was reset hit the prefix cache all
+// the same: empty when that is unknown (no reset, or no prefix-cache counters), so that false
+// always means "checked, and the reset took".
+var cacheHitAfterResetCol = column[req]{Column: Column{Name: "cache_hit_after_reset", Kind: KindBool},
+	get: func(r *req) string {
+		if !r.CacheReset || r.PrefixCacheHits == nil {
+			return ""
+		}
+		return formatBool(r.CacheHitAfterReset)
+	},
+	set: func(r *req, s string) (err error) {
+		if s == "" {
+			r.CacheHitAfterReset = false
+			return nil
+		}
+		r.CacheHitAfterReset, err = parseBool(s)
+		return err
+	}}
 
 // RequestColumns returns the columns of requests.csv in file order.
 func RequestColumns() []Column { return requestsTable.Columns() }

@@ -26,6 +26,10 @@ type ServerInfo struct {
 	// /reset_prefix_cache", or, for llama-server, that every request asks not to reuse it;
 	// empty when the server offers no reset. In the manifest only.
 	CacheReset string `json:"cache_reset,omitempty"`
+	// ServerMetrics says where the server-side cells of its requests came from (which
+	// /metrics names were read) or why they are empty (an engine without metrics, a scrape
+	// that failed). In the manifest only, once per server.
+	ServerMetrics string `json:"server_metrics,omitempty"`
 }
 
 var serversTable = &table[ServerInfo]{file: ServersFile, cols: []column[ServerInfo]{

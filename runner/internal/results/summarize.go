@@ -175,6 +175,15 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 		if failed > 0 {
 			common = append(common, fmt.Sprintf("%d of %d measured requests failed", failed, measured))
 		}
+		hits := 0
+		for _, r := range ok {
+			if r.CacheHitAfterReset {
+				hits++
+			}
+		}
+		if hits > 0 {
+			common = append(common, fmt.Sprintf("%d of %d measured requests hit the prefix cache after it was reset: the reset did not take", hits, len(ok)))
+		}
 		for _, m := range metrics {
 			if m.LoadOnly() && !g.loaded {
 				continue

@@ -143,3 +143,31 @@ func TestSummarizeSendLag(t *testing.T) {
 		t.Errorf("last row is %s %s, want send_lag_ms last", last.ConfigID, last.Metric)
 	}
 }
+
+// TestSummarizeWarnsCacheHitAfterReset: measured requests that hit the prefix cache after a
+// reset give one warning on every row of their config, and none elsewhere.
+func TestSummarizeWarnsCacheHitAfterReset(t *testing.T) {
+	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
+	var reqs []record.Request
+	for _, id := range []string{"a", "b"} {
+		for i := range 4 {
+			r := record.Request{ConfigID: id, Phase: record.PhaseMeasure, Status: record.StatusOK, TTFT: ms(10 + float64(i)),
+				E2E: ms(50), TextEvents: 1, CacheReset: true, PrefixCacheHits: record.Int(0)}
+			if id == "b" && i%2 == 0 {
+				r.PrefixCacheHits, r.CacheHitAfterReset = record.Int(16), true
+			}
+			reqs = append(reqs, r)
+		}
+	}
+	configs := []experiment.Config{{ID: "a", Index: 0, Label: "A"}, {ID: "b", Index: 1, Label: "B"}}
+	const want = "2 of 4 measured requests hit the prefix cache after it was reset: the reset did not take"
+	for _, row := range Summarize(configs, reqs) {
+		has := false
+		for _, w := range row.Warnings {
+			has = has || w == want
+		}
+		if has != (row.ConfigID == "b") {
+			t.Errorf("config %s %s: warnings %q", row.ConfigID, row.Metric, row.Warnings)
+		}
+	}
+}

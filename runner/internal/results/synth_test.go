@@ -74,6 +74,17 @@ func TestSyntheticFolder(t *testing.T) {
 				r = results.FailedRequest(c, seq)
 				r.ErrorClass, r.Error, r.HTTPStatus, r.FirstByte, r.WroteRequest = record.ErrConnect, "connection refused", 0, nil, nil
 				r.PromptTokensReported, r.TiktokenEncoding, r.EventList, r.Events, r.TextEvents = nil, "", nil, 0, 0
+			case c.Index == 0 && seq >= 4: // the server's /metrics said what it saw; seq 6 hit a cache the reset left
+				ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
+				r.ServerTTFT, r.ServerE2E, r.ServerQueue = ms(20.5), ms(60.25), ms(0.125)
+				r.ServerPrefill, r.ServerDecode = ms(20.25), ms(39.75)
+				r.ServerPromptTokens, r.ServerGenerationTokens = record.Int(32), record.Int(c.Request.MaxTokens)
+				r.PrefixCacheQueries, r.PrefixCacheHits = record.Int(32), record.Int(0)
+				r.ClientOverhead = record.Dur(*r.TTFT - *r.ServerTTFT)
+				r.CacheReset = true
+				if seq == 6 {
+					r.PrefixCacheHits, r.CacheHitAfterReset = record.Int(16), true
+				}
 			case c.Index == 1 && seq == 5: // no per-event counts: tpot_token estimated, ids counted
 				r.TPOTTokenExact, r.TokenSource, r.ContinuousUsage = false, record.SourceUsage, false
 				r.TokensFromIDs, r.TokensFromTokenize, r.ReturnTokenIDs = record.Int(c.Request.MaxTokens), record.Int(c.Request.MaxTokens), true

@@ -38,6 +38,10 @@ const (
 	// FaultIgnore drops option Arg from the request before it is read, as an older server that
 	// does not know it would.
 	FaultIgnore FaultKind = "ignore"
+	// FaultResetNoop makes POST /reset_prefix_cache answer 200 and keep the cache, as vLLM
+	// does when it declines a reset while blocks are still in use. A server-wide fault: it
+	// acts only from the configured faults (--faults), not from a request's X-Sim-Fault.
+	FaultResetNoop FaultKind = "reset-noop"
 )
 
 // Fault is one injected fault.
@@ -116,12 +120,16 @@ func (f Fault) validate() error {
 		if err != nil || n < 400 || n > 599 {
 			return fmt.Errorf("sim: fault status=%s: want an HTTP error status 400-599", f.Arg)
 		}
+	case FaultResetNoop:
+		if f.Arg != "" {
+			return fmt.Errorf("sim: fault %s takes no =argument", f.Kind)
+		}
 	case FaultRefuse, FaultIgnore:
 		if f.Arg == "" {
 			return fmt.Errorf("sim: fault %s needs an option name, e.g. %s=return_token_ids", f.Kind, f.Kind)
 		}
 	default:
-		return fmt.Errorf("sim: unknown fault %q (want crash, hang, abort, truncate, error, error-eof, malformed, status=CODE, refuse=OPTION, ignore=OPTION)", f.Kind)
+		return fmt.Errorf("sim: unknown fault %q (want crash, hang, abort, truncate, error, error-eof, malformed, status=CODE, refuse=OPTION, ignore=OPTION, reset-noop)", f.Kind)
 	}
 	return nil
 }

@@ -166,6 +166,13 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleResetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	if slices.ContainsFunc(s.cfg.Faults, func(f Fault) bool { return f.Kind == FaultResetNoop }) {
+		// The reset is declined, and the answer says nothing of it.
+		s.logf("INFO", "api_server", "Resetting prefix cache")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	s.ResetPrefixCache()
 	s.logf("INFO", "api_server", "Resetting prefix cache")
 	w.Header().Set("Content-Length", "0")

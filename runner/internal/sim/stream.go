@@ -241,12 +241,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, 
 			if it.ev != nil {
 				tokens = len(it.ev.ids)
 			}
+			// The first token's time is taken before its event is written, as vLLM's engine
+			// stamps it before the API server sends it: the server's TTFT leaves out the
+			// write, which is the client's side of the gap.
+			if it.kind == itemText && firstText.IsZero() && it.ev.text != "" {
+				firstText = time.Now()
+			}
 			if !s.write(w, flusher, rc, i, tokens, tokensBefore(p, it), s.chunk(rc, p, it), malformed) {
 				s.met.finished(requestTimes{finish: "abort", generated: tokensBefore(p, it)})
 				return
-			}
-			if it.kind == itemText && firstText.IsZero() && it.ev.text != "" {
-				firstText = time.Now()
 			}
 		}
 	}

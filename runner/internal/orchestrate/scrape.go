@@ -1,0 +1,126 @@
+package orchestrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/openai"
+	"github.com/onelayerdown/runner/runner/internal/record"
+)
+
+// scrapeTimeout bounds one scrape of /metrics. A variable so that tests can shorten it.
+var scrapeTimeout = 2 * time.Second
+
+// noMetricsEngines are the engines known to serve no Prometheus /metrics, with why.
+var noMetricsEngines = map[string]string{
+	"ollama": "ollama serves no Prometheus /metrics",
+}
+
+// scraper reads a server's /metrics around its requests and turns the differences into the
+// server-side cells of a request (one at a time) or of a load point (several in flight). The
+// first scrape that fails turns it off for the rest of the server's requests: one warning per
+// server, and no request waits for a /metrics that hangs more than once.
+type scraper struct {
+	fetch    func(ctx context.Context) (*openai.Metrics, error)
+	names    openai.ServerNames
+	detected bool
+	// off is set when the server has no metrics the runner reads, or a scrape failed; note
+	// says why, or which names were read.
+	off  bool
+	note string
+	// failed is called once, with the error, when a scrape fails.
+	failed func(error)
+}
+
+// newScraper returns the scraper of a server of the named engine at api.
+func newScraper(engineName string, api *openai.Client, failed func(error)) *scraper {
+	s := &scraper{fetch: api.Metrics, failed: failed}
+	if why, ok := noMetricsEngines[engineName]; ok {
+		s.off, s.note = true, why
+	}
+	return s
+}
+
+// scrape returns the server's metrics now, or nil when the scraper is off or the scrape
+// failed. The first scrape finds out which engine's names the server serves.
+func (s *scraper) scrape(ctx context.Context) *openai.Metrics {
+	if s == nil || s.off {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	m, err := s.fetch(sctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // the run is stopping: not the server's fault
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("GET /metrics took longer than %s: %w", scrapeTimeout, err)
+		}
+		var he *openai.HTTPError
+		if errors.As(err, &he) && !s.detected {
+			// A server without metrics, not a broken one: no warning, a note.
+			s.off, s.note = true, fmt.Sprintf("no server-side timings: GET /metrics answered %d", he.Status)
+			return nil
+		}
+		s.off, s.note = true, "server-side timings stopped: "+err.Error()
+		if s.failed != nil {
+			s.failed(err)
+		}
+		return nil
+	}
+	if !s.detected {
+		n, ok := openai.DetectServerNames(m)
+		if !ok {
+			s.off, s.note = true, "no server-side timings: GET /metrics serves none of the names of vLLM, SGLang or llama.cpp"
+			return nil
+		}
+		s.names, s.detected = n, true
+		s.note = "server-side timings from GET /metrics (" + n.Dialect + " names: " + strings.Join(n.Served(), ", ") + ")"
+	}
+	return m
+}
+
+// fill sets the server-side fields of rec, one request alone on the server, from the scrapes
+// just before and just after it. Every histogram's count must have grown by exactly one;
+// otherwise another client used the server, and the cells stay empty.
+func (s *scraper) fill(rec *record.Request, before, after *openai.Metrics) {
+	if s == nil || before == nil || after == nil {
+		return
+	}
+	d := s.names.Delta(before, after)
+	if n, ok := d.Requests(); ok && n != 1 {
+		return
+	}
+	dur := func(key string) *time.Duration {
+		c, ok := d[key]
+		if !ok || (c.Count >= 0 && c.Count != 1) {
+			return nil
+		}
+		return record.Dur(secondsToDuration(c.Sum))
+	}
+	count := func(key string) *int {
+		c, ok := d[key]
+		if !ok {
+			return nil
+		}
+		return record.Int(int(math.Round(c.Sum)))
+	}
+	rec.ServerTTFT, rec.ServerE2E, rec.ServerQueue = dur(openai.DeltaTTFT), dur(openai.DeltaE2E), dur(openai.DeltaQueue)
+	rec.ServerPrefill, rec.ServerDecode = dur(openai.DeltaPrefill), dur(openai.DeltaDecode)
+	rec.ServerPromptTokens, rec.ServerGenerationTokens = count(openai.DeltaPromptTokens), count(openai.DeltaGenerationTokens)
+	rec.PrefixCacheQueries, rec.PrefixCacheHits = count(openai.DeltaCacheQueries), count(openai.DeltaCacheHits)
+	if rec.TTFT != nil && rec.ServerTTFT != nil {
+		rec.ClientOverhead = record.Dur(*rec.TTFT - *rec.ServerTTFT)
+	}
+	// A reset that took leaves nothing to hit: a hit means the reset was answered but did
+	// not empty the cache.
+	rec.CacheHitAfterReset = rec.CacheReset && rec.PrefixCacheHits != nil && *rec.PrefixCacheHits > 0
+}
+
+// secondsToDuration converts a histogram's seconds to a duration, rounded to the nanosecond.
+func secondsToDuration(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
