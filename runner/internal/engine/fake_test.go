@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"sync/atomic"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
@@ -148,9 +149,13 @@ func fakeServer(args []string) int {
 		model = args[1]
 	}
 	readyAt := start.Add(envDuration("FAKE_READY_AFTER"))
+	// A server that starts healthy-later answers 503 at least once, however late the first
+	// probe comes on a busy machine, so that a test can tell the runner waited.
+	var said503 atomic.Bool
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		if time.Now().Before(readyAt) {
+		if time.Now().Before(readyAt) || (envDuration("FAKE_READY_AFTER") > 0 && !said503.Load()) {
+			said503.Store(true)
 			fmt.Println("fake: /health 503")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
