@@ -265,6 +265,9 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	head := &headReader{r: resp.Body}
 	sc := sse.NewScanner(head, sse.WithClock(c.now), sse.WithMaxSize(openai.MaxEvent))
 	for sc.Scan() {
+		// An event came: from here the request fails, ends at [DONE] or has events, and in
+		// none of these is the start of the body described.
+		head.release()
 		ev := sc.Event()
 		since := ev.At.Sub(t0)
 		ch, err := openai.DecodeChunk(ev.Data)
