@@ -55,6 +55,8 @@ func NewHTTP() *http.Client {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   false,
 		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		ReadBufferSize:      connBuffer,
+		WriteBufferSize:     connBuffer,
 	}
 	return &http.Client{Transport: tr, CheckRedirect: openai.NoRedirect}
 }
@@ -67,6 +69,17 @@ func NewHTTP() *http.Client {
 // sockets cost both sides CPU and memory). It is the most requests in flight a load point may
 // ask for; idle connections still close after IdleConnTimeout.
 const maxIdleConns = 10000
+
+// connBuffer is the size of each connection's read and write buffers, and eventBuffer the size
+// of a stream's first event buffer (package sse), in bytes. Under load every stream holds all
+// three for its whole life, and the defaults (4 KiB each) were a third of the client's memory
+// per stream. A streamed chunk is a few hundred bytes, so 1 KiB still takes one read per event
+// and holds a few that arrive together; a longer line grows the event buffer as it needs, and a
+// request or chunk larger than a connection buffer is written or read past it, directly.
+const (
+	connBuffer  = 1 << 10
+	eventBuffer = 1 << 10
+)
 
 // Spec is one request to send.
 type Spec struct {
@@ -263,7 +276,7 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		failed    bool
 	)
 	head := &headReader{r: resp.Body}
-	sc := sse.NewScanner(head, sse.WithClock(c.now), sse.WithMaxSize(openai.MaxEvent))
+	sc := sse.NewScanner(head, sse.WithClock(c.now), sse.WithMaxSize(openai.MaxEvent), sse.WithBufferSize(eventBuffer))
 	for sc.Scan() {
 		// An event came: from here the request fails, ends at [DONE] or has events, and in
 		// none of these is the start of the body described.
