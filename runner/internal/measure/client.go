@@ -55,6 +55,8 @@ func NewHTTP() *http.Client {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   false,
 		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		ReadBufferSize:      connBuffer,
+		WriteBufferSize:     connBuffer,
 	}
 	return &http.Client{Transport: tr, CheckRedirect: openai.NoRedirect}
 }
@@ -67,6 +69,17 @@ func NewHTTP() *http.Client {
 // sockets cost both sides CPU and memory). It is the most requests in flight a load point may
 // ask for; idle connections still close after IdleConnTimeout.
 const maxIdleConns = 10000
+
+// connBuffer is the size of each connection's read and write buffers, and eventBuffer the size
+// of a stream's first event buffer (package sse), in bytes. Under load every stream holds all
+// three for its whole life, and the defaults (4 KiB each) were a third of the client's memory
+// per stream. A streamed chunk is a few hundred bytes, so 1 KiB still takes one read per event
+// and holds a few that arrive together; a longer line grows the event buffer as it needs, and a
+// request or chunk larger than a connection buffer is written or read past it, directly.
+const (
+	connBuffer  = 1 << 10
+	eventBuffer = 1 << 10
+)
 
 // Spec is one request to send.
 type Spec struct {
@@ -165,13 +178,16 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		MaxTokens: p.MaxTokens,
 		Status:    record.StatusOK,
 	}
-	fail := func(class record.ErrorClass, err error) record.Request {
+	// fail marks rec failed in place. It returns nothing, on purpose: every call that
+	// returned a record.Request (496 bytes) took a stack slot of its own, and the frame they
+	// made (almost 6 KiB) doubled the stack of every request goroutine under load.
+	fail := func(class record.ErrorClass, err error) {
 		rec.Status, rec.ErrorClass, rec.Error = record.StatusFailed, class, err.Error()
-		return rec
 	}
 	body, err := openai.Body(p)
 	if err != nil {
-		return fail(record.ErrDecode, fmt.Errorf("build request body: %w", err)), nil
+		fail(record.ErrDecode, fmt.Errorf("build request body: %w", err))
+		return rec, nil
 	}
 
 	// The request's own context can always be cancelled: after [DONE] it bounds the wait for
@@ -208,7 +224,8 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	}
 	req, err := c.API.NewStreamRequest(httptrace.WithClientTrace(reqCtx, trace), p.API, body)
 	if err != nil {
-		return fail(record.ErrConnect, err), nil
+		fail(record.ErrConnect, err)
+		return rec, nil
 	}
 
 	// t0: immediately before the client call, so that connecting counts as it does for a
@@ -222,7 +239,8 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	if err != nil {
 		mu.Lock()
 		defer mu.Unlock()
-		return fail(classifyErr(ctx, reqCtx, err, record.ErrConnect), err), nil
+		fail(classifyErr(ctx, reqCtx, err, record.ErrConnect), err)
+		return rec, nil
 	}
 	defer resp.Body.Close()
 	rec.HTTPStatus = resp.StatusCode
@@ -231,17 +249,21 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		defer mu.Unlock()
 		var he *openai.HTTPError
 		if errors.As(err, &he) && (he.Status == http.StatusBadRequest || he.Status == http.StatusUnprocessableEntity) {
-			return fail(record.ErrHTTPStatus, err), he
+			fail(record.ErrHTTPStatus, err)
+			return rec, he
 		}
 		if he != nil && he.Redirect() {
-			return fail(record.ErrRedirect, err), nil
+			fail(record.ErrRedirect, err)
+			return rec, nil
 		}
-		return fail(record.ErrHTTPStatus, err), nil
+		fail(record.ErrHTTPStatus, err)
+		return rec, nil
 	}
 	if class, err := checkStream(resp); err != nil {
 		mu.Lock()
 		defer mu.Unlock()
-		return fail(class, err), nil
+		fail(class, err)
+		return rec, nil
 	}
 
 	var (
@@ -254,18 +276,21 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		failed    bool
 	)
 	head := &headReader{r: resp.Body}
-	sc := sse.NewScanner(head, sse.WithClock(c.now), sse.WithMaxSize(openai.MaxEvent))
+	sc := sse.NewScanner(head, sse.WithClock(c.now), sse.WithMaxSize(openai.MaxEvent), sse.WithBufferSize(eventBuffer))
 	for sc.Scan() {
+		// An event came: from here the request fails, ends at [DONE] or has events, and in
+		// none of these is the start of the body described.
+		head.release()
 		ev := sc.Event()
 		since := ev.At.Sub(t0)
 		ch, err := openai.DecodeChunk(ev.Data)
 		if err != nil {
-			rec = fail(record.ErrDecode, fmt.Errorf("event %d: %w", len(events), err))
+			fail(record.ErrDecode, fmt.Errorf("event %d: %w", len(events), err))
 			failed = true
 			break
 		}
 		if ch.Err != nil {
-			rec = fail(record.ErrStreamError, fmt.Errorf("event %d: server sent an error: %w", len(events), ch.Err))
+			fail(record.ErrStreamError, fmt.Errorf("event %d: server sent an error: %w", len(events), ch.Err))
 			failed = true
 			break
 		}
@@ -333,16 +358,16 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		case !done && len(events) == 0 && head.json() && ctx.Err() == nil:
 			// A body that starts like JSON is no stream, whatever its Content-Type said and
 			// however the reader gave up on it.
-			rec = fail(record.ErrNotStream, notStreamJSON(resp, head.buf))
+			fail(record.ErrNotStream, notStreamJSON(resp, head.buf))
 			failed = true
 		case errors.Is(err, sse.ErrTooLarge):
-			rec = fail(record.ErrEventTooLarge, fmt.Errorf("read stream after %d events: a line or event is larger than the %s limit: %w", len(events), openai.FormatSize(openai.MaxEvent), err))
+			fail(record.ErrEventTooLarge, fmt.Errorf("read stream after %d events: a line or event is larger than the %s limit: %w", len(events), openai.FormatSize(openai.MaxEvent), err))
 			failed = true
 		case err != nil:
-			rec = fail(classifyErr(ctx, reqCtx, err, record.ErrTruncated), fmt.Errorf("read stream after %d events: %w", len(events), err))
+			fail(classifyErr(ctx, reqCtx, err, record.ErrTruncated), fmt.Errorf("read stream after %d events: %w", len(events), err))
 			failed = true
 		case !done:
-			rec = fail(record.ErrTruncated, fmt.Errorf("stream ended after %d events without [DONE]%s", len(events), head.note(len(events), resp.Header.Get("Content-Type"))))
+			fail(record.ErrTruncated, fmt.Errorf("stream ended after %d events without [DONE]%s", len(events), head.note(len(events), resp.Header.Get("Content-Type"))))
 			failed = true
 		}
 	}
@@ -350,7 +375,7 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		// vLLM ends a request it aborted (an engine error, a preempted or cancelled request)
 		// with finish_reason "abort", and some servers say "error": the stream is well formed,
 		// but what it measured is not a completed request.
-		rec = fail(record.ErrStreamError, fmt.Errorf("the server ended the request with finish_reason %q after %d events", rec.FinishReason, len(events)))
+		fail(record.ErrStreamError, fmt.Errorf("the server ended the request with finish_reason %q after %d events", rec.FinishReason, len(events)))
 		failed = true
 	}
 	// A failed request keeps its events and counts for diagnosis, but no metrics.
@@ -362,7 +387,8 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 	if err := ctx.Err(); err != nil {
 		// The run was stopped while the output was being counted: the counts may be missing,
 		// so the request is not kept, like one stopped mid-stream.
-		return fail(record.ErrCanceled, fmt.Errorf("count the output tokens: %w", err)), nil
+		fail(record.ErrCanceled, fmt.Errorf("count the output tokens: %w", err))
+		return rec, nil
 	}
 	t := ComputeTiming(events, end, answerTokens(rec.OutputTokens, counts, reasoning))
 	rec.TTFT, rec.LastText, rec.E2E = t.TTFT, t.LastText, t.E2E

@@ -348,12 +348,16 @@ func (lr *loadRun) send(i int, spec Spec, sched, capWait time.Duration) {
 		t0 = t
 		inFlight = int(lr.inFlight.Load())
 	}
-	rec, err := lr.c.Do(lr.ctx, spec)
+	// One LoadResult, filled in place: each record.Request copied through a temporary takes
+	// a stack slot of its own on the request goroutine, whose stack every stream keeps.
+	r := LoadResult{Index: i}
+	r.Record, r.Err = lr.c.Do(lr.ctx, spec)
 	lr.inFlight.Add(-1)
-	if err != nil {
-		lr.out <- LoadResult{Index: i, Err: err}
+	if r.Err != nil {
+		lr.out <- r
 		return
 	}
+	rec := &r.Record
 	rec.LoadMode = lr.mode
 	if lr.mode == record.LoadOpen {
 		rec.Rate, rec.Concurrency = lr.l.Rate, lr.l.MaxConcurrency
@@ -368,5 +372,5 @@ func (lr *loadRun) send(i int, spec Spec, sched, capWait time.Duration) {
 	if capWait >= 0 {
 		rec.CapWait = record.Dur(capWait)
 	}
-	lr.out <- LoadResult{Index: i, Record: rec}
+	lr.out <- r
 }

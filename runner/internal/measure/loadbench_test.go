@@ -85,7 +85,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Skip("set RUNNER_BIN to a runner binary to run the load benchmark (make bench-load does)")
 	}
 	const most = 1024
-	need := uint64(2*most + 256) // a stream connection and a /tokenize connection per stream
+	need := uint64(2*most + 256) // a connection per stream, with room for connections closing
 	if err := raiseNoFile(need); err != nil {
 		b.Fatal(err)
 	}
@@ -124,9 +124,10 @@ func runPoint(b *testing.B, url string, pid int, l Load, n int) benchPoint {
 	hc := NewHTTP()
 	tap := newStampTap(hc.Transport)
 	hc.Transport = tap
-	api := &openai.Client{BaseURL: url}
+	api := &openai.Client{BaseURL: url, HTTP: hc}
 	c := &Client{API: api, HTTP: hc}
-	// As orchestrate sets it up: every per-event option, and the server's own tokenizer.
+	// As orchestrate sets it up: every per-event option, and the server's own tokenizer over
+	// the measuring client's connections.
 	c.SetOptions(openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true})
 	c.Tokenize = func(ctx context.Context, text string) (int, error) {
 		no := false

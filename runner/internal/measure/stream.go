@@ -53,18 +53,24 @@ const headSize = 4 << 10
 // headReader passes reads through and keeps the first headSize bytes, so that a body that
 // turns out to be no stream can be described.
 type headReader struct {
-	r   io.Reader
-	buf []byte
+	r    io.Reader
+	buf  []byte
+	done bool // the body proved to be a stream: nothing more is kept
 }
 
 // Read reads from the underlying reader, keeping a copy of the start.
 func (h *headReader) Read(p []byte) (int, error) {
 	n, err := h.r.Read(p)
-	if room := headSize - len(h.buf); room > 0 && n > 0 {
+	if room := headSize - len(h.buf); room > 0 && n > 0 && !h.done {
 		h.buf = append(h.buf, p[:min(n, room)]...)
 	}
 	return n, err
 }
+
+// release drops the start kept so far and keeps no more. The caller calls it once the body
+// has yielded an event, after which the start is never described: under load every stream
+// would otherwise hold its copy to the end.
+func (h *headReader) release() { h.buf, h.done = nil, true }
 
 // json reports whether the body starts like a JSON object or array, which no event stream does.
 func (h *headReader) json() bool {

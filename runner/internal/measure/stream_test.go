@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/record"
@@ -248,6 +249,48 @@ func TestEventLimit(t *testing.T) {
 			}
 			if n := tr.n.Load(); n > limit+128<<10 {
 				t.Errorf("read %d bytes of the stream, want at most the limit %d and a little", n, limit)
+			}
+		})
+	}
+}
+
+// TestHeadReaderRelease checks that headReader passes every byte through, keeps at most
+// headSize of the start, and keeps nothing once released.
+func TestHeadReaderRelease(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		releaseAt int // reads before release; -1: never
+		want      string
+	}{
+		{"kept", `{"error": "no stream"}`, -1, `{"error": "no stream"}`},
+		{"capped", strings.Repeat("x", headSize+100), -1, strings.Repeat("x", headSize)},
+		{"released after the first read", "data: {}\n\n" + strings.Repeat("y", 100), 1, ""},
+		{"released before any read", "data: {}\n\n", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &headReader{r: iotest.OneByteReader(strings.NewReader(tt.body))}
+			var got []byte
+			buf := make([]byte, 16)
+			for reads := 0; ; reads++ {
+				if reads == tt.releaseAt {
+					h.release()
+				}
+				n, err := h.Read(buf)
+				got = append(got, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if string(got) != tt.body {
+				t.Errorf("passed through %d bytes, want the %d of the body", len(got), len(tt.body))
+			}
+			if string(h.buf) != tt.want {
+				t.Errorf("kept %q, want %q", h.buf, tt.want)
 			}
 		})
 	}

@@ -262,15 +262,20 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	defer end()
 
 	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
-	client := &measure.Client{API: api, Tiktoken: tk}
+	client := &measure.Client{API: api, HTTP: measure.NewHTTP(), Tiktoken: tk}
 	client.SetOptions(openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true})
 	sc = newScraper(srv.Engine(), api, func(err error) {
 		subs.tell(ServerMetricsFailed{ServerID: g.serverID, Err: err})
 	})
 	if serverTokenizes(ctx, api, srv.Model()) {
+		// A request's output is counted over the measuring client's connections: its own,
+		// idle once the stream has ended. On the side endpoints' client, which keeps two idle
+		// connections, a load of N requests dialled a connection for nearly every count and
+		// held up to 2N at once.
+		counter := &openai.Client{BaseURL: api.BaseURL, APIKey: api.APIKey, HTTP: client.HTTP}
 		client.Tokenize = func(ctx context.Context, text string) (int, error) {
 			no := false
-			r, err := api.Tokenize(ctx, openai.TokenizeRequest{Model: srv.Model(), Prompt: text, AddSpecialTokens: &no})
+			r, err := counter.Tokenize(ctx, openai.TokenizeRequest{Model: srv.Model(), Prompt: text, AddSpecialTokens: &no})
 			return r.Count, err
 		}
 	}
