@@ -13,8 +13,10 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
-// loadColumns are the columns that requests.csv gained for load points.
-var loadColumns = []string{"load_mode", "concurrency", "rate_rps", "scheduled_ms", "send_lag_ms", "cap_wait_ms", "in_flight"}
+// loadColumns are the columns that requests.csv gained for load points, and then for GPU
+// telemetry: a folder written before them lacks them all.
+var loadColumns = []string{"load_mode", "concurrency", "rate_rps", "scheduled_ms", "send_lag_ms", "cap_wait_ms", "in_flight",
+	"gpu_sm_clock_mean_mhz", "gpu_temp_max_c", "gpu_throttled"}
 
 // stripLoadColumns rewrites dir/requests.csv as a runner written before the load columns
 // existed would have left it, and returns the bytes it wrote.
@@ -60,7 +62,7 @@ func TestReadFolderWithoutLoadColumns(t *testing.T) {
 		t.Errorf("rows differ after dropping the (empty) load columns")
 	}
 	for _, r := range got {
-		if r.LoadMode != record.LoadNone || r.SendLag != nil || r.Scheduled != nil || r.InFlight != 0 {
+		if r.LoadMode != record.LoadNone || r.SendLag != nil || r.Scheduled != nil || r.InFlight != 0 || r.GPUThrottled != nil || r.GPUSMClockMeanMHz != nil {
 			t.Fatalf("request %s has load fields: %+v", RequestID(r.ConfigID, r.Seq), r)
 		}
 	}

@@ -16,7 +16,8 @@ type req = record.Request
 
 // requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
 // with six decimals; a nil value is an empty cell. The load columns came later: a file written
-// before them has none, and reads as requests without a load section.
+// before them has none, and reads as requests without a load section; so did the GPU columns,
+// and such a file reads as requests without telemetry.
 var requestsTable = &table[req]{file: RequestsFile, cols: append([]column[req]{
 	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
@@ -69,6 +70,11 @@ var requestsTable = &table[req]{file: RequestsFile, cols: append([]column[req]{
 	msCol("send_lag_ms", func(r *req) **time.Duration { return &r.SendLag }),
 	msCol("cap_wait_ms", func(r *req) **time.Duration { return &r.CapWait }),
 	zeroIsMissingIntCol("in_flight", func(r *req) *int { return &r.InFlight }),
+	// The GPUs' state over the request, from telemetry.csv: empty cells where no GPU was
+	// sampled.
+	optFloatCol("gpu_sm_clock_mean_mhz", 1, func(r *req) **float64 { return &r.GPUSMClockMeanMHz }),
+	optFloatCol("gpu_temp_max_c", 1, func(r *req) **float64 { return &r.GPUTempMaxC }),
+	optBoolCol("gpu_throttled", func(r *req) **bool { return &r.GPUThrottled }),
 )...)}
 
 // RequestColumns returns the columns of requests.csv in file order.

@@ -26,6 +26,10 @@ type ServerInfo struct {
 	// /reset_prefix_cache", or, for llama-server, that every request asks not to reuse it;
 	// empty when the server offers no reset. In the manifest only.
 	CacheReset string `json:"cache_reset,omitempty"`
+	// TelemetryWarning says what went wrong with the GPU sampling of this boot (a nvidia-smi
+	// that failed, exited or hung), whose requests then have empty GPU cells; empty when
+	// nothing did or no GPU was sampled. In the manifest only.
+	TelemetryWarning string `json:"telemetry_warning,omitempty"`
 }
 
 var serversTable = &table[ServerInfo]{file: ServersFile, cols: []column[ServerInfo]{
