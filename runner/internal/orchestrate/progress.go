@@ -63,6 +63,8 @@ func (p *Progress) Handle(e Event) error {
 		p.problem("%v", e.Err)
 	case ServerNotRecorded:
 		p.problem("record server %s: %v", e.ServerID, e.Err)
+	case TelemetryFailed:
+		p.problem("server %s: %s", e.ServerID, e.Warning)
 	case Rewarming:
 		p.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", e.Requests)
 	case LoadPointStarted:

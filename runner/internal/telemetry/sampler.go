@@ -60,6 +60,8 @@ type Sampler struct {
 	exited   bool
 	waitErr  error
 	stopping bool
+	unasked  bool   // the process exited before Stop asked it to
+	stalled  string // how long it had gone without a sample when Stop was called, if too long
 	started  time.Time
 
 	cmd      *exec.Cmd
@@ -147,6 +149,7 @@ func Start(ctx context.Context, o Options) *Sampler {
 		pr.Close()
 		s.mu.Lock()
 		s.exited, s.waitErr = true, err
+		s.unasked = !s.stopping
 		s.notify()
 		s.mu.Unlock()
 		close(s.done)
@@ -212,6 +215,9 @@ func (s *Sampler) Stop() {
 	}
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
+		if !s.exited {
+			s.stalled = s.stall()
+		}
 		s.stopping = true
 		s.mu.Unlock()
 		if s.cmd == nil || s.cmd.Process == nil {
@@ -314,21 +320,18 @@ func (s *Sampler) Warning() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := append([]string(nil), s.warnings...)
-	if s.cmd != nil && s.cmd.Process != nil {
-		if s.exited && !s.stopping {
-			msg := fmt.Sprintf("nvidia-smi exited (%s) after %d samples, while the server ran", exitText(s.waitErr), len(s.samples))
-			if e := firstLine(s.stderr.String()); e != "" {
-				msg += ": " + e
-			}
-			w = append(w, msg)
-		} else {
-			last := s.started
-			if n := len(s.samples); n > 0 {
-				last = s.samples[n-1].Time
-			}
-			if gap := time.Since(last); !s.exited && gap > s.o.Stall {
-				w = append(w, fmt.Sprintf("nvidia-smi gave no sample for %s (after %d samples): it hangs", gap.Round(100*time.Millisecond), len(s.samples)))
-			}
+	switch {
+	case s.unasked:
+		msg := fmt.Sprintf("nvidia-smi exited (%s) after %d samples, while the server ran", exitText(s.waitErr), len(s.samples))
+		if e := firstLine(s.stderr.String()); e != "" {
+			msg += ": " + e
+		}
+		w = append(w, msg)
+	case s.stalled != "":
+		w = append(w, s.stalled)
+	case !s.exited && !s.stopping:
+		if st := s.stall(); st != "" {
+			w = append(w, st)
 		}
 	}
 	if s.bad > 0 {
@@ -338,6 +341,20 @@ func (s *Sampler) Warning() string {
 		return ""
 	}
 	return "GPU telemetry: " + strings.Join(w, "; ")
+}
+
+// stall describes a sampler that has gone without a sample for longer than Options.Stall, and
+// is empty for one that has not; s.mu is held.
+func (s *Sampler) stall() string {
+	last := s.started
+	if n := len(s.samples); n > 0 {
+		last = s.samples[n-1].Time
+	}
+	gap := time.Since(last)
+	if gap <= s.o.Stall {
+		return ""
+	}
+	return fmt.Sprintf("nvidia-smi gave no sample for %s (after %d samples): it hangs", gap.Round(100*time.Millisecond), len(s.samples))
 }
 
 // probe runs one query of the GPUs' indexes and throttle reasons and returns the name the

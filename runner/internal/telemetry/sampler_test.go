@@ -199,7 +199,6 @@ func TestSamplerBroken(t *testing.T) {
 			time.Sleep(700 * time.Millisecond)
 			rec := record.Request{Start: time.Now().Add(-100 * time.Millisecond), E2E: ptr(50 * time.Millisecond)}
 			s.Join(&rec) // returns: a request is never held up by a broken sampler for long
-			w := s.Warning()
 			stopped := time.Now()
 			s.Stop()
 			if d := time.Since(stopped); d > 3*time.Second {
@@ -208,6 +207,8 @@ func TestSamplerBroken(t *testing.T) {
 			if pid != 0 && !gone(pid) {
 				t.Errorf("nvidia-smi %d still runs after Stop", pid)
 			}
+			// The warning outlives the process: it is read once the server has stopped.
+			w := s.Warning()
 			if !strings.HasPrefix(w, "GPU telemetry: ") || !strings.Contains(w, tc.want) {
 				t.Errorf("warning %q, want one with %q", w, tc.want)
 			}
