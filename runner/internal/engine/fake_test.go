@@ -15,9 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
-	"sync/atomic"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -325,10 +326,9 @@ func TestParquetFolderWithoutLoadColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The load columns, and the server-side columns that came after them.
-	n := len(recs[0]) - 7 - 11
-	if recs[0][n] != "load_mode" {
-		t.Fatalf("column %d is %s, want load_mode", n, recs[0][n])
+	n := slices.Index(recs[0], "load_mode")
+	if n < 0 {
+		t.Fatalf("requests.csv has no load_mode column: %q", recs[0])
 	}
 	var old bytes.Buffer
 	w := csv.NewWriter(&old)
@@ -353,6 +353,38 @@ func TestParquetFolderWithoutLoadColumns(t *testing.T) {
 				t.Errorf("column %s holds %v, want null", results.RequestColumns()[j].Name, row[j])
 			}
 		}
+	}
+}
+
+// TestParquetTelemetry exports a folder that sampled a GPU: telemetry.csv becomes
+// telemetry.parquet with the table's column types.
+func TestParquetTelemetry(t *testing.T) {
+	dir := writeFolder(t, true)
+	file, err := os.Create(filepath.Join(dir, results.TelemetryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := results.NewTelemetryEncoder(file)
+	clock, temp, limit := 1410, 84, 70.0
+	for i := range 3 {
+		s := record.GPUSample{Time: t0.Add(time.Duration(i) * 100 * time.Millisecond), ServerID: "s0-bbbb",
+			SMClockMHz: &clock, TempC: &temp, PowerLimitW: &limit, Throttle: []string{"sw_power_cap"}}
+		if err := e.Encode(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file.Close()
+	out := t.TempDir()
+	rep, err := Parquet(dir, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := rep.Files[len(rep.Files)-1]; last.CSV != results.TelemetryFile || last.Rows != 3 || last.Columns != len(results.TelemetryColumns()) {
+		t.Errorf("last file written %+v, want telemetry.csv with 3 rows", last)
+	}
+	pf, rows := readParquet(t, filepath.Join(out, "telemetry.parquet"))
+	if len(pf.Schema().Fields()) != len(results.TelemetryColumns()) || len(rows) != 3 {
+		t.Errorf("telemetry.parquet: %d columns, %d rows", len(pf.Schema().Fields()), len(rows))
 	}
 }
 

@@ -149,6 +149,21 @@ func (ServerMetricsFailed) event() {}
 // RunFinished closes a run that went through every server config.
 type RunFinished struct{}
 
+// GPUSampled carries GPU samples taken while a server ran, in time order; they come in
+// batches, after each recorded request and when the server stops.
+type GPUSampled struct {
+	ServerID string
+	Samples  []record.GPUSample
+}
+
+// TelemetryFailed says, once per server, that its GPU sampling went wrong (a nvidia-smi that
+// failed, exited or hung): the requests keep their rows, with empty GPU cells where no sample
+// describes them.
+type TelemetryFailed struct {
+	ServerID string
+	Warning  string
+}
+
 func (RunStarted) event()        {}
 func (LoadPointStarted) event()  {}
 func (RequestsSkipped) event()   {}
@@ -166,6 +181,8 @@ func (RequestMeasured) event()   {}
 func (RequestNotSent) event()    {}
 func (ConfigDone) event()        {}
 func (RunFinished) event()       {}
+func (GPUSampled) event()        {}
+func (TelemetryFailed) event()   {}
 
 // subscribers reports events to every subscriber in turn.
 type subscribers []Subscriber
@@ -189,12 +206,23 @@ type Folder interface {
 	SetServer(info results.ServerInfo) error
 }
 
+// TelemetryFolder is a Folder that also keeps GPU samples; *results.Folder is one.
+type TelemetryFolder interface {
+	AppendTelemetry(samples []record.GPUSample) error
+}
+
+var _ TelemetryFolder = (*results.Folder)(nil)
+
 // Record returns the subscriber that writes a run's requests and server boots into f:
 // requests as they are recorded, a server when it is ready or failed to boot and again when it
-// has ended.
+// has ended, and GPU samples as they come when f is a TelemetryFolder.
 func Record(f Folder) Subscriber {
 	return SubscriberFunc(func(e Event) error {
 		switch e := e.(type) {
+		case GPUSampled:
+			if tf, ok := f.(TelemetryFolder); ok {
+				return tf.AppendTelemetry(e.Samples)
+			}
 		case RequestMeasured:
 			return f.Append(e.Record)
 		case RequestNotSent:

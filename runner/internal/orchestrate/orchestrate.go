@@ -22,6 +22,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/telemetry"
 	"github.com/onelayerdown/runner/runner/internal/tokens"
 )
 
@@ -44,6 +45,11 @@ type Options struct {
 	// StopTimeout bounds how long stopping a server may take once the run is over or
 	// interrupted.
 	StopTimeout time.Duration
+	// Telemetry configures the GPU sampler run beside each server the run boots (its
+	// ServerID and ProcessGroup are filled in per server); the zero value samples with the
+	// nvidia-smi on the PATH, where there is one. NoTelemetry turns sampling off.
+	Telemetry   telemetry.Options
+	NoTelemetry bool
 }
 
 // Outcome counts what a run did.
@@ -225,6 +231,10 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		}
 		return rs.failAll(ctx, pending, record.ErrServer, "server failed to boot: "+err.Error())
 	}
+	info := serverInfo(g, srv, bootStart)
+	// The GPUs are sampled while the server runs: from now until it stops or exits (see
+	// startTelemetry), never longer.
+	rs.sampler = startTelemetry(ctx, o, g.serverID, srv)
 	// However the run ends from here on (an error, an interrupt, a panic), the server stops.
 	stopped := false
 	stop := func() {
@@ -232,6 +242,12 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 			return
 		}
 		stopped = true
+		rs.sampler.Stop()
+		rs.flushSamples()
+		if w := rs.sampler.Warning(); w != "" {
+			info.TelemetryWarning = w
+			subs.tell(TelemetryFailed{ServerID: g.serverID, Warning: w})
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), o.StopTimeout)
 		defer cancel()
 		if err := srv.Stop(sctx); err != nil {
@@ -240,7 +256,6 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	}
 	defer stop()
 
-	info := serverInfo(g, srv, bootStart)
 	if err := subs.record(ServerReady{Server: info}); err != nil {
 		return err
 	}
@@ -593,10 +608,42 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 
 // serverRun is the state of one server config's part of a run.
 type serverRun struct {
-	g    group
-	subs subscribers
-	out  *Outcome
-	left []int // per config of g, its requests not recorded yet
+	g       group
+	subs    subscribers
+	out     *Outcome
+	left    []int              // per config of g, its requests not recorded yet
+	sampler *telemetry.Sampler // nil without a GPU to sample
+}
+
+// startTelemetry starts sampling the GPUs for a server the run booted, in the server's own
+// process group, so that whatever ends the group (Stop, or the guard when the runner dies)
+// ends the sampler too; and it stops the sampler as soon as the server exits on its own. A
+// server the runner did not start (engine: endpoint) may run on another machine: its GPUs are
+// not sampled. Nil without a GPU.
+func startTelemetry(ctx context.Context, o Options, serverID string, srv *engine.Server) *telemetry.Sampler {
+	if o.NoTelemetry || srv.PID() == 0 {
+		return nil
+	}
+	to := o.Telemetry
+	to.ServerID, to.ProcessGroup = serverID, srv.PID()
+	s := telemetry.Start(ctx, to)
+	if s != nil {
+		go func() {
+			select {
+			case <-srv.Done():
+				s.Stop()
+			case <-s.Done():
+			}
+		}()
+	}
+	return s
+}
+
+// flushSamples hands the samples taken since the last flush to the subscribers.
+func (rs *serverRun) flushSamples() {
+	if samples := rs.sampler.Drain(); len(samples) > 0 {
+		rs.subs.tell(GPUSampled{ServerID: rs.g.serverID, Samples: samples})
+	}
 }
 
 // recorded reports a request recorded (e is RequestMeasured or RequestNotSent for job j),
@@ -604,11 +651,13 @@ type serverRun struct {
 func (rs *serverRun) recorded(j measure.Job, e Event) error {
 	c := rs.g.configs[j.Config]
 	var rec record.Request
-	switch e := e.(type) {
+	switch ev := e.(type) {
 	case RequestMeasured:
-		rec = e.Record
+		rs.sampler.Join(&ev.Record)
+		e, rec = ev, ev.Record
+		defer rs.flushSamples()
 	case RequestNotSent:
-		rec = e.Record
+		rec = ev.Record
 	}
 	if err := rs.subs.record(e); err != nil {
 		return fmt.Errorf("record request %s: %w", results.RequestID(c.ID, j.Seq), err)

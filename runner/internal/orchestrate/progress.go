@@ -65,6 +65,8 @@ func (p *Progress) Handle(e Event) error {
 		p.problem("server %s: its /metrics failed, so its requests from here on have no server-side timings: %v", e.ServerID, e.Err)
 	case ServerNotRecorded:
 		p.problem("record server %s: %v", e.ServerID, e.Err)
+	case TelemetryFailed:
+		p.problem("server %s: %s", e.ServerID, e.Warning)
 	case Rewarming:
 		p.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", e.Requests)
 	case LoadPointStarted:

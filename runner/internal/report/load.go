@@ -22,6 +22,8 @@ type Folder struct {
 	Configs  []experiment.Config
 	Requests []record.Request
 	Servers  []results.ServerInfo
+	// Telemetry holds the GPU samples taken while its servers ran; nil without a GPU.
+	Telemetry []record.GPUSample
 	// Notes are what the reader skipped (a torn last line of an interrupted folder), one
 	// sentence each.
 	Notes []string
@@ -34,7 +36,7 @@ func Load(dir string) (*Folder, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Folder{Dir: dir, Manifest: l.Manifest, Status: l.Status, Requests: l.Requests, Servers: l.Servers, Notes: l.Notes}
+	f := &Folder{Dir: dir, Manifest: l.Manifest, Status: l.Status, Requests: l.Requests, Servers: l.Servers, Telemetry: l.Telemetry, Notes: l.Notes}
 	f.Configs = append(f.Configs, f.Manifest.Configs...)
 	sort.SliceStable(f.Configs, func(i, j int) bool { return f.Configs[i].Index < f.Configs[j].Index })
 	known := map[string]bool{}

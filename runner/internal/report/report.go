@@ -42,6 +42,11 @@ var chartKinds = []chartKind{
 	{"tpot_event_vs_token", "TPOT per event and per token", tpotCompareChart},
 }
 
+// gpuKind is the chart of a run that sampled a GPU, shown after the others; a run without GPU
+// samples neither draws it nor lists it as skipped, so its page is the one it got before GPUs
+// were sampled.
+var gpuKind = chartKind{"gpu_telemetry", "GPU clock and temperature", gpuChart}
+
 // ChartNames returns the file stems of every chart the report can draw, in page order.
 func ChartNames() []string {
 	out := make([]string, len(chartKinds))
@@ -106,6 +111,14 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 		var skips []skipView
 		for _, k := range kinds {
 			c, why := k.build(runs)
+			if c == nil && why == "" {
+				// A chart of something the runs never had (GPU telemetry on a CPU run):
+				// not drawn, and not worth a line on the page either.
+				if err := removeCharts(k.name); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
 			if c == nil {
 				res.Skipped = append(res.Skipped, Skip{Chart: k.name, Reason: why})
 				skips = append(skips, skipView{Title: k.title, Reason: why})
@@ -156,6 +169,11 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 	if pg.Charts, pg.Skipped, err = drawAll(chartKinds); err != nil {
 		return nil, err
 	}
+	gpu, _, err := drawAll([]chartKind{gpuKind})
+	if err != nil {
+		return nil, err
+	}
+	pg.Charts = append(pg.Charts, gpu...)
 
 	var sets []decompose.Set
 	for _, r := range runs {

@@ -13,6 +13,8 @@
 //	servers.csv     one row per server boot: boot time, exit status, log file
 //	summary.csv     per config and metric: n, min, median, p95, p99, max, mean, stddev, CI
 //	load.csv        per config, as a load point: achieved rate, throughput, goodput, send lag
+//	telemetry.csv   the GPUs' clocks, temperature, power and throttle reasons, about ten
+//	                samples a second while a server ran; only where a GPU was sampled
 //	datapackage.json the CSV files' columns and types (a Frictionless tabular data package)
 //	logs/           the servers' own logs
 //	discarded/      the rows of partial load points that a resume set aside (see Folder.Discard)
@@ -36,8 +38,10 @@ const (
 	ErrorsFile   = "errors.jsonl"
 	ServersFile  = "servers.csv"
 	SummaryFile  = "summary.csv"
-	LoadFile     = "load.csv"         // folders written before it lack it
-	SchemaFile   = "datapackage.json" // the CSV files' columns and types; folders written before it lack it
-	LogsDir      = "logs"
-	lockFile     = ".lock"
+	LoadFile     = "load.csv" // folders written before it lack it
+	// TelemetryFile holds the GPU samples; only folders of runs that sampled a GPU have it.
+	TelemetryFile = "telemetry.csv"
+	SchemaFile    = "datapackage.json" // the CSV files' columns and types; folders written before it lack it
+	LogsDir       = "logs"
+	lockFile      = ".lock"
 )

@@ -40,14 +40,16 @@ type Folder struct {
 	events   *os.File
 	outputs  *os.File
 	errs     *os.File
-	configs  map[string]bool
-	done     Done
-	rows     []record.Request // appended rows without events and texts, for the summary
-	resume   int              // 0 for a new folder, n for its nth resume
-	logs     map[string]string
-	red      *redact.Replacer // the run's secrets, hidden in error texts (see HideSecrets)
-	closed   bool
-	err      error // the first write error; the folder takes no more rows after it
+	// telemetry is telemetry.csv, opened by the first AppendTelemetry.
+	telemetry *os.File
+	configs   map[string]bool
+	done      Done
+	rows      []record.Request // appended rows without events and texts, for the summary
+	resume    int              // 0 for a new folder, n for its nth resume
+	logs      map[string]string
+	red       *redact.Replacer // the run's secrets, hidden in error texts (see HideSecrets)
+	closed    bool
+	err       error // the first write error; the folder takes no more rows after it
 }
 
 // validName is what an experiment name must look like to become a directory name.
@@ -389,7 +391,10 @@ func (f *Folder) Close(status Status) error {
 	}
 	f.closed = true
 	var errs []error
-	for _, file := range []*os.File{f.requests, f.events, f.outputs, f.errs} {
+	for _, file := range []*os.File{f.requests, f.events, f.outputs, f.errs, f.telemetry} {
+		if file == nil {
+			continue
+		}
 		if err := file.Sync(); err != nil {
 			errs = append(errs, err)
 		}
@@ -467,7 +472,7 @@ func (f *Folder) MarkInterrupted(wait time.Duration) error {
 }
 
 func (f *Folder) closeFiles() {
-	for _, file := range []**os.File{&f.requests, &f.events, &f.outputs, &f.errs} {
+	for _, file := range []**os.File{&f.requests, &f.events, &f.outputs, &f.errs, &f.telemetry} {
 		if *file != nil {
 			(*file).Close()
 			*file = nil

@@ -50,6 +50,7 @@ func TestHeadersGolden(t *testing.T) {
 		{ServersFile, ServerColumns()},
 		{SummaryFile, SummaryColumns()},
 		{LoadFile, LoadColumns()},
+		{TelemetryFile, TelemetryColumns()},
 	} {
 		var names []string
 		for _, c := range f.cols {

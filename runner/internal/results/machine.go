@@ -34,6 +34,9 @@ type GPU struct {
 	Driver    string `json:"driver,omitempty"`
 	MemoryMiB int    `json:"memory_mib,omitempty"`
 	UUID      string `json:"uuid,omitempty"`
+	// PowerLimitW is the power limit in force when the run began, in watts; a T4's is 70 W,
+	// and a GPU at its limit lowers its clocks. Nil where nvidia-smi cannot read it.
+	PowerLimitW *float64 `json:"power_limit_w,omitempty"`
 }
 
 // DetectMachine describes this machine. It reads /etc/os-release, /proc/cpuinfo and
@@ -73,14 +76,14 @@ func DetectMachine(ctx context.Context) Machine {
 
 // nvidiaSMIFields are the fields DetectMachine asks nvidia-smi for, in the order
 // parseNvidiaSMI reads them.
-const nvidiaSMIFields = "index,name,driver_version,memory.total,uuid"
+const nvidiaSMIFields = "index,name,driver_version,memory.total,uuid,power.limit"
 
 // parseNvidiaSMI reads the output of
-// nvidia-smi --query-gpu=index,name,driver_version,memory.total,uuid --format=csv,noheader,nounits.
+// nvidia-smi --query-gpu=index,name,driver_version,memory.total,uuid,power.limit --format=csv,noheader,nounits.
 func parseNvidiaSMI(out string) ([]GPU, error) {
 	r := csv.NewReader(strings.NewReader(out))
 	r.TrimLeadingSpace = true
-	r.FieldsPerRecord = 5
+	r.FieldsPerRecord = 6
 	recs, err := r.ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("read GPU list: %w", err)
@@ -94,6 +97,9 @@ func parseNvidiaSMI(out string) ([]GPU, error) {
 		g := GPU{Index: idx, Name: strings.TrimSpace(f[1]), Driver: strings.TrimSpace(f[2]), UUID: strings.TrimSpace(f[4])}
 		// A value nvidia-smi cannot read is "[N/A]" or similar; leave it out rather than fail.
 		g.MemoryMiB, _ = strconv.Atoi(strings.TrimSpace(f[3]))
+		if w, err := strconv.ParseFloat(strings.TrimSpace(f[5]), 64); err == nil {
+			g.PowerLimitW = &w
+		}
 		gpus = append(gpus, g)
 	}
 	return gpus, nil

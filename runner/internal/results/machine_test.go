@@ -32,14 +32,15 @@ func TestParseMachineFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t4Limit := 70.0
 	want := []GPU{
-		{Index: 0, Name: "Tesla T4", Driver: "535.104.05", MemoryMiB: 15360, UUID: "GPU-5b8e2f4c-1111-2222-3333-444455556666"},
+		{Index: 0, Name: "Tesla T4", Driver: "535.104.05", MemoryMiB: 15360, UUID: "GPU-5b8e2f4c-1111-2222-3333-444455556666", PowerLimitW: &t4Limit},
 		{Index: 1, Name: "NVIDIA H100 80GB HBM3", Driver: "550.54.15", MemoryMiB: 0, UUID: "GPU-0aa1b2c3-1111-2222-3333-444455556666"},
 	}
 	if !reflect.DeepEqual(gpus, want) {
 		t.Errorf("nvidia-smi:\n got %+v\nwant %+v", gpus, want)
 	}
-	for _, bad := range []string{"0, T4\n", "x, T4, 1, 2, 3\n"} {
+	for _, bad := range []string{"0, T4\n", "x, T4, 1, 2, 3, 4\n"} {
 		if _, err := parseNvidiaSMI(bad); err == nil {
 			t.Errorf("parseNvidiaSMI(%q) succeeded", bad)
 		}

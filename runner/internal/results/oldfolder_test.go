@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 // loadColumns are the columns that requests.csv gained for load points.
 var loadColumns = []string{"load_mode", "concurrency", "rate_rps", "scheduled_ms", "send_lag_ms", "cap_wait_ms", "in_flight"}
 
+// gpuColumns came last, for GPU telemetry.
+var gpuColumns = []string{"gpu_sm_clock_mean_mhz", "gpu_temp_max_c", "gpu_throttled"}
+
 // serverColumns are the columns that requests.csv gained for the server's own timings, after
 // the load columns.
 var serverColumns = []string{"server_ttft_ms", "server_e2e_ms", "server_queue_ms", "server_prefill_ms",
@@ -23,11 +27,11 @@ var serverColumns = []string{"server_ttft_ms", "server_e2e_ms", "server_queue_ms
 	"prefix_cache_hits", "client_overhead_ms", "cache_hit_after_reset"}
 
 // stripLoadColumns rewrites dir/requests.csv as a runner written before the load columns
-// existed would have left it (without the server columns, which came later still), and
+// existed would have left it (without the server and GPU columns, which came later still), and
 // returns the bytes it wrote.
 func stripLoadColumns(t *testing.T, dir string) []byte {
 	t.Helper()
-	return stripTrailingColumns(t, dir, append(append([]string(nil), loadColumns...), serverColumns...))
+	return stripTrailingColumns(t, dir, slices.Concat(loadColumns, serverColumns, gpuColumns))
 }
 
 // stripTrailingColumns removes cols, which must be the last columns of dir/requests.csv, and
@@ -65,7 +69,7 @@ func TestReadFolderWithoutServerColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stripTrailingColumns(t, f.Dir(), serverColumns)
+	stripTrailingColumns(t, f.Dir(), slices.Concat(serverColumns, gpuColumns))
 	got, err := LoadRequests(f.Dir())
 	if err != nil {
 		t.Fatalf("folder without the server columns: %v", err)
@@ -104,7 +108,7 @@ func TestReadFolderWithoutLoadColumns(t *testing.T) {
 		t.Errorf("rows differ after dropping the (empty) load columns")
 	}
 	for _, r := range got {
-		if r.LoadMode != record.LoadNone || r.SendLag != nil || r.Scheduled != nil || r.InFlight != 0 {
+		if r.LoadMode != record.LoadNone || r.SendLag != nil || r.Scheduled != nil || r.InFlight != 0 || r.GPUThrottled != nil || r.GPUSMClockMeanMHz != nil {
 			t.Fatalf("request %s has load fields: %+v", RequestID(r.ConfigID, r.Seq), r)
 		}
 	}

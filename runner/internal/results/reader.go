@@ -219,12 +219,14 @@ type Loaded struct {
 	// Load holds each config as a load point: load.csv, or for a folder whose run has not
 	// finished, computed from its requests. Nil for a finished folder written before load.csv
 	// existed.
-	Load  []LoadRow
-	Notes []string // what the reader skipped, such as a torn last line, one sentence each
+	Load []LoadRow
+	// Telemetry holds the GPU samples of telemetry.csv; nil where no GPU was sampled.
+	Telemetry []record.GPUSample
+	Notes     []string // what the reader skipped, such as a torn last line, one sentence each
 }
 
-// Load opens the result folder dir and reads its manifest, all its requests, its servers and
-// its load points. It
+// Load opens the result folder dir and reads its manifest, all its requests, its servers, its
+// load points and its GPU samples. It
 // fails on a folder it cannot read, including one of a format version it does not know.
 func Load(dir string) (*Loaded, error) {
 	r, err := Open(dir)
@@ -247,5 +249,10 @@ func Load(dir string) (*Loaded, error) {
 	} else if r.tolerant() {
 		load = SummarizeLoad(r.man.Configs, reqs)
 	}
-	return &Loaded{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Load: load, Notes: r.Notes()}, nil
+	tel, err := r.Telemetry()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &Loaded{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Load: load,
+		Telemetry: tel, Notes: r.Notes()}, nil
 }

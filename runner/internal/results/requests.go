@@ -17,7 +17,8 @@ type req = record.Request
 
 // requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
 // with six decimals; a nil value is an empty cell. The load columns came later: a file written
-// before them has none, and reads as requests without a load section.
+// before them has none, and reads as requests without a load section; so did the server-side
+// and GPU columns, and such a file reads as requests without server timings or telemetry.
 var requestsTable = &table[req]{file: RequestsFile, cols: slices.Concat([]column[req]{
 	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
@@ -84,6 +85,12 @@ var requestsTable = &table[req]{file: RequestsFile, cols: slices.Concat([]column
 	optIntCol("prefix_cache_hits", func(r *req) **int { return &r.PrefixCacheHits }),
 	msCol("client_overhead_ms", func(r *req) **time.Duration { return &r.ClientOverhead }),
 	cacheHitAfterResetCol,
+), addedLater(
+	// The GPUs' state over the request, from telemetry.csv: empty cells where no GPU was
+	// sampled.
+	optFloatCol("gpu_sm_clock_mean_mhz", 1, func(r *req) **float64 { return &r.GPUSMClockMeanMHz }),
+	optFloatCol("gpu_temp_max_c", 1, func(r *req) **float64 { return &r.GPUTempMaxC }),
+	optBoolCol("gpu_throttled", func(r *req) **bool { return &r.GPUThrottled }),
 ))}
 
 // cacheHitAfterResetCol says whether a request whose cache was reset hit the prefix cache all

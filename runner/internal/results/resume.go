@@ -106,9 +106,12 @@ func (f *Folder) repair() error {
 	}); err != nil {
 		return err
 	}
-	return filterFile(f.dir, ErrorsFile, nil, NewErrorScanner, func(e ErrorRow) bool {
+	if err := filterFile(f.dir, ErrorsFile, nil, NewErrorScanner, func(e ErrorRow) bool {
 		return keep[e.RequestID]
-	})
+	}); err != nil {
+		return err
+	}
+	return f.repairTelemetry()
 }
 
 // upgradeRequests rewrites requests.csv with the current header when the folder was written

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
 
 // FileSchema is one CSV file of a result folder and its columns in file order.
@@ -33,10 +35,20 @@ func Schema(configs []ConfigRow) []FileSchema {
 	}
 }
 
-// Schema returns the CSV files of the folder and their columns; see the function Schema. It
-// is derived from the manifest's configs, so it holds for folders written before the folder
-// carried its own SchemaFile.
-func (r *Reader) Schema() []FileSchema { return Schema(ConfigRows(r.man.Configs)) }
+// Schema returns the CSV files of the folder and their columns; see the function Schema, with
+// telemetry.csv last where the folder has it. It is derived from the manifest's configs, so it
+// holds for folders written before the folder carried its own SchemaFile.
+func (r *Reader) Schema() []FileSchema { return folderSchema(r.dir, r.man.Configs) }
+
+// folderSchema is Schema with telemetry.csv added where the folder dir has one: a data
+// package names only files that exist.
+func folderSchema(dir string, configs []experiment.Config) []FileSchema {
+	s := Schema(ConfigRows(configs))
+	if hasTelemetry(dir) {
+		s = append(s, FileSchema{TelemetryFile, TelemetryColumns()})
+	}
+	return s
+}
 
 // frictionlessType maps a column kind to its type in a Frictionless Table Schema.
 var frictionlessType = map[Kind]string{
@@ -167,7 +179,7 @@ func DecodeSchema(r io.Reader) ([]FileSchema, error) {
 // writeSchema writes the folder's SchemaFile atomically, from the manifest's configs.
 func (f *Folder) writeSchema() error {
 	var buf bytes.Buffer
-	if err := EncodeSchema(&buf, f.man.Experiment.Name, Schema(ConfigRows(f.man.Configs))); err != nil {
+	if err := EncodeSchema(&buf, f.man.Experiment.Name, folderSchema(f.dir, f.man.Configs)); err != nil {
 		return err
 	}
 	return writeAtomic(f.dir, SchemaFile, buf.Bytes())

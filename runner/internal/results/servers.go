@@ -30,6 +30,10 @@ type ServerInfo struct {
 	// /metrics names were read) or why they are empty (an engine without metrics, a scrape
 	// that failed). In the manifest only, once per server.
 	ServerMetrics string `json:"server_metrics,omitempty"`
+	// TelemetryWarning says what went wrong with the GPU sampling of this boot (a nvidia-smi
+	// that failed, exited or hung), whose requests then have empty GPU cells; empty when
+	// nothing did or no GPU was sampled. In the manifest only.
+	TelemetryWarning string `json:"telemetry_warning,omitempty"`
 }
 
 var serversTable = &table[ServerInfo]{file: ServersFile, cols: []column[ServerInfo]{

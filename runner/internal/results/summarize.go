@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -184,6 +185,7 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 		if hits > 0 {
 			common = append(common, fmt.Sprintf("%d of %d measured requests hit the prefix cache after it was reset: the reset did not take", hits, len(ok)))
 		}
+		common = append(common, gpuWarnings(ok)...)
 		for _, m := range metrics {
 			if m.LoadOnly() && !g.loaded {
 				continue
@@ -268,3 +270,43 @@ func metricWarnings(metric string, ok []*record.Request) []string {
 
 // isMissing reports whether a summary value is undefined.
 func isMissing(f float64) bool { return math.IsNaN(f) }
+
+// ClockSpread is how far the mean SM clocks of a config's measured requests may spread, as a
+// share of their median, before the summary warns: a few percent is boost noise, more means
+// the requests ran at different clocks.
+const ClockSpread = 0.03
+
+// gpuWarnings says when the GPU was not in one state over a config's measured requests: when
+// requests overlapped power or thermal throttling, or when their mean SM clocks spread by more
+// than ClockSpread. Requests without telemetry say nothing.
+func gpuWarnings(ok []*record.Request) []string {
+	var w []string
+	var throttled, sampled int
+	var clocks []float64
+	for _, r := range ok {
+		if r.GPUThrottled != nil {
+			sampled++
+			if *r.GPUThrottled {
+				throttled++
+			}
+		}
+		if r.GPUSMClockMeanMHz != nil {
+			clocks = append(clocks, *r.GPUSMClockMeanMHz)
+		}
+	}
+	if throttled > 0 {
+		w = append(w, fmt.Sprintf("%d of %d measured requests overlapped GPU power or thermal throttling (telemetry.csv names the reasons): their latencies are not those of the GPU at full clocks", throttled, sampled))
+	}
+	if len(clocks) > 1 {
+		lo, hi := slices.Min(clocks), slices.Max(clocks)
+		if med := stats.Summarize(clocks).Median; med > 0 && (hi-lo)/med > ClockSpread {
+			why := "boost and power management changed the clock between requests"
+			if throttled > 0 {
+				why = "throttling lowered it"
+			}
+			w = append(w, fmt.Sprintf("the GPU's SM clock varied by %.1f%% over the measured requests (%.0f to %.0f MHz, mean per request), more than %.0f%%: %s, so the latencies mix clock states",
+				100*(hi-lo)/med, lo, hi, 100*ClockSpread, why))
+		}
+	}
+	return w
+}

@@ -171,3 +171,29 @@ func TestSummarizeWarnsCacheHitAfterReset(t *testing.T) {
 		}
 	}
 }
+
+func TestGPUWarnings(t *testing.T) {
+	req := func(clock float64, throttled bool) *record.Request {
+		return &record.Request{GPUSMClockMeanMHz: &clock, GPUThrottled: &throttled}
+	}
+	tests := []struct {
+		name string
+		reqs []*record.Request
+		want []string
+	}{
+		{"no telemetry", []*record.Request{{}, {}}, nil},
+		{"steady", []*record.Request{req(1980, false), req(1965, false), req(1980, false)}, nil},
+		{"throttled", []*record.Request{req(1980, false), req(1410, true), req(1980, false)}, []string{
+			"1 of 3 measured requests overlapped GPU power or thermal throttling (telemetry.csv names the reasons): their latencies are not those of the GPU at full clocks",
+			"the GPU's SM clock varied by 28.8% over the measured requests (1410 to 1980 MHz, mean per request), more than 3%: throttling lowered it, so the latencies mix clock states"}},
+		{"clocks spread without throttling", []*record.Request{req(1980, false), req(1700, false), req(1980, false)}, []string{
+			"the GPU's SM clock varied by 14.1% over the measured requests (1700 to 1980 MHz, mean per request), more than 3%: boost and power management changed the clock between requests, so the latencies mix clock states"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := gpuWarnings(tc.reqs); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

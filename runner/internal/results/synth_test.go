@@ -69,6 +69,10 @@ func TestSyntheticFolder(t *testing.T) {
 				r.LoadMode, r.Concurrency, r.Rate, r.InFlight = record.LoadOpen, c.Load.MaxConcurrency, c.Load.Rate, 1+seq%4
 				r.Scheduled, r.SendLag, r.CapWait = ms(200*float64(seq)+0.25), ms(0.125+float64(seq%3)), ms(float64(seq%3))
 			}
+			if c.Index == 0 {
+				clock, temp, throttled := 1980.0-float64(seq%3)*285, 61.0+float64(seq), seq%3 == 2
+				r.GPUSMClockMeanMHz, r.GPUTempMaxC, r.GPUThrottled = &clock, &temp, &throttled
+			}
 			switch {
 			case c.Index == 0 && seq == 3: // a connection that failed: no response at all
 				r = results.FailedRequest(c, seq)

@@ -448,6 +448,29 @@ func boolCol[T any](name string, f func(*T) *bool) column[T] {
 		set: func(v *T, s string) (err error) { *f(v), err = parseBool(s); return err }}
 }
 
+// optBoolCol is a bool column whose value may be unknown (nil): an empty cell.
+func optBoolCol[T any](name string, f func(*T) **bool) column[T] {
+	return column[T]{Column: Column{Name: name, Kind: KindBool},
+		get: func(v *T) string {
+			if p := *f(v); p != nil {
+				return formatBool(*p)
+			}
+			return ""
+		},
+		set: func(v *T, s string) error {
+			if s == "" {
+				*f(v) = nil
+				return nil
+			}
+			b, err := parseBool(s)
+			if err != nil {
+				return err
+			}
+			*f(v) = &b
+			return nil
+		}}
+}
+
 func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
 	return column[T]{Column: Column{Name: name, Kind: KindTime},
 		get: func(v *T) string { return formatTime(*f(v)) },

@@ -36,7 +36,7 @@ func Load(dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Manifest: l.Manifest, Status: l.Status, Notes: l.Notes,
+	rep := &Report{Manifest: l.Manifest, Status: l.Status, Notes: append(l.Notes, serverNotes(l.Manifest.Servers)...),
 		Rows: results.Summarize(l.Manifest.Configs, l.Requests), Fits: decompose.Sweeps(l.Manifest.Configs, l.Requests)}
 	if showLoad(l.Manifest.Configs, l.Requests) {
 		rep.Load = l.Load
@@ -86,6 +86,18 @@ func Load(dir string) (*Report, error) {
 		rep.Dead[id] = line
 	}
 	return rep, nil
+}
+
+// serverNotes returns what went wrong beside the servers that is worth a note: a GPU sampler
+// that failed, exited or hung, whose requests then have empty GPU cells.
+func serverNotes(servers []results.ServerInfo) []string {
+	var out []string
+	for _, s := range servers {
+		if s.TelemetryWarning != "" {
+			out = append(out, fmt.Sprintf("server %s: %s", s.ServerID, s.TelemetryWarning))
+		}
+	}
+	return out
 }
 
 // showLoad reports whether a config has a load section or an SLO, or a request was sent under

@@ -177,3 +177,20 @@ func TestLoadTable(t *testing.T) {
 		}
 	}
 }
+
+func TestServerNotes(t *testing.T) {
+	tests := []struct {
+		servers []results.ServerInfo
+		want    []string
+	}{
+		{nil, nil},
+		{[]results.ServerInfo{{ServerID: "s0"}}, nil},
+		{[]results.ServerInfo{{ServerID: "s0"}, {ServerID: "s1", TelemetryWarning: "GPU telemetry: nvidia-smi gave no sample for 3s (after 12 samples): it hangs"}},
+			[]string{"server s1: GPU telemetry: nvidia-smi gave no sample for 3s (after 12 samples): it hangs"}},
+	}
+	for _, tc := range tests {
+		if got := serverNotes(tc.servers); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("serverNotes(%+v) = %q, want %q", tc.servers, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/onelayerdown/runner/runner/internal/record"
+)
+
+type gpuSample = record.GPUSample
+
+// telemetryTable is the column list of telemetry.csv: one row per GPU per sample, in the order
+// the samples were taken, written only where a GPU was sampled.
+var telemetryTable = &table[gpuSample]{file: TelemetryFile, cols: []column[gpuSample]{
+	timeCol("time", func(s *gpuSample) *time.Time { return &s.Time }),
+	strCol("server_id", func(s *gpuSample) *string { return &s.ServerID }),
+	intCol("gpu_index", func(s *gpuSample) *int { return &s.GPU }),
+	optIntCol("sm_clock_mhz", func(s *gpuSample) **int { return &s.SMClockMHz }),
+	optIntCol("mem_clock_mhz", func(s *gpuSample) **int { return &s.MemClockMHz }),
+	optIntCol("temperature_c", func(s *gpuSample) **int { return &s.TempC }),
+	optFloatCol("power_draw_w", 2, func(s *gpuSample) **float64 { return &s.PowerW }),
+	optFloatCol("power_limit_w", 2, func(s *gpuSample) **float64 { return &s.PowerLimitW }),
+	optIntCol("utilization_pct", func(s *gpuSample) **int { return &s.UtilPct }),
+	optIntCol("memory_used_mib", func(s *gpuSample) **int { return &s.MemUsedMiB }),
+	listCol("throttle_reasons", func(s *gpuSample) *[]string { return &s.Throttle }),
+}}
+
+// TelemetryColumns returns the columns of telemetry.csv in file order.
+func TelemetryColumns() []Column { return telemetryTable.Columns() }
+
+// NewTelemetryEncoder returns an encoder of telemetry.csv rows.
+func NewTelemetryEncoder(w io.Writer) *Encoder[record.GPUSample] {
+	return &Encoder[record.GPUSample]{w: w, t: telemetryTable}
+}
+
+// NewTelemetryScanner returns a scanner of telemetry.csv rows read from r; name is the file
+// name that errors carry.
+func NewTelemetryScanner(r io.Reader, name string) *Scanner[record.GPUSample] {
+	return newCSVScanner(r, name, telemetryTable, nil)
+}
+
+// AppendTelemetry appends GPU samples to telemetry.csv, creating it with its header on the
+// first samples: a run that sampled no GPU has no telemetry.csv. The samples go in one write.
+func (f *Folder) AppendTelemetry(samples []record.GPUSample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.closed:
+		return errors.New("results: append telemetry: folder is closed")
+	case f.err != nil:
+		return fmt.Errorf("results: append telemetry: an earlier write failed: %w", f.err)
+	}
+	if f.telemetry == nil {
+		path := filepath.Join(f.dir, TelemetryFile)
+		file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("results: append telemetry: %w", err)
+		}
+		st, err := file.Stat()
+		if err == nil && st.Size() == 0 {
+			_, err = file.Write(encodeCSV(telemetryTable.header()))
+		}
+		if err != nil {
+			file.Close()
+			return fmt.Errorf("results: append telemetry: %w", err)
+		}
+		f.telemetry = file
+	}
+	rows := make([][]string, len(samples))
+	for i := range samples {
+		rows[i] = telemetryTable.row(&samples[i])
+	}
+	return f.write(f.telemetry, TelemetryFile, encodeCSV(rows...))
+}
+
+// hasTelemetry reports whether the folder dir holds telemetry.csv.
+func hasTelemetry(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, TelemetryFile))
+	return err == nil
+}
+
+// repairTelemetry drops a torn last line of telemetry.csv, where the folder has the file, so
+// that a resumed run appends whole rows.
+func (f *Folder) repairTelemetry() error {
+	if !hasTelemetry(f.dir) {
+		return nil
+	}
+	return filterFile(f.dir, TelemetryFile, telemetryTable.header(), NewTelemetryScanner, func(record.GPUSample) bool { return true })
+}
+
+// Telemetry returns the rows of telemetry.csv; nil, and no error, for a folder without GPU
+// samples.
+func (r *Reader) Telemetry() ([]record.GPUSample, error) {
+	var rows []record.GPUSample
+	n, err := scanAll(r.dir, TelemetryFile, NewTelemetryScanner, r.tolerant(), func(s record.GPUSample, _ int) error {
+		rows = append(rows, s)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.note(n)
+	return rows, nil
+}
