@@ -19,7 +19,9 @@ The charts: TTFT against prompt tokens and TPOT per token against output tokens 
 each config with a 5–95% band, one line per value of the other axes, and the fitted line); the
 prefill/decode fits over the individual requests; the distribution of TTFT per config (box
 plots) and of the gaps between text events (cumulative distributions); the timeline of one
-request's events, with how many tokens each carried; and TPOT per event beside TPOT per token.
+request's events, with how many tokens each carried; TPOT per event beside TPOT per token; and,
+where the server timed the requests in its /metrics, a bar per request of its queue, prefill and
+decode times beside the client's TTFT and e2e.
 For a folder with load points: TTFT and TPOT (p50 and p99) against the concurrency or the request
 rate, output tokens per second against TTFT (the knee), and a table of the load points with their
 achieved rate, goodput and the client's send lag.

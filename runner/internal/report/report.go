@@ -40,6 +40,7 @@ var chartKinds = []chartKind{
 	{"itl_distribution", "Gaps between events", gapCDFChart},
 	{"request_timeline", "Timeline of one request", timelineChart},
 	{"tpot_event_vs_token", "TPOT per event and per token", tpotCompareChart},
+	{serverPhasesChartName, "Server-side phases per request", serverPhasesChart},
 }
 
 // gpuKind is the chart of a run that sampled a GPU, shown after the others; a run without GPU

@@ -187,13 +187,45 @@ func checkReport(t *testing.T, res *Result, wantCharts []string) string {
 	return page
 }
 
+// untimedCharts returns the charts of a folder whose server did not time its requests: every
+// chart but the server-phase one.
+func untimedCharts() []string {
+	var out []string
+	for _, c := range ChartNames() {
+		if c != serverPhasesChartName {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// untimedSkips fails unless skips hold the server-phase chart, left out for want of server
+// timings, and returns the other skips.
+func untimedSkips(t *testing.T, skips []Skip) []Skip {
+	t.Helper()
+	var out []Skip
+	found := false
+	for _, s := range skips {
+		if s.Chart == serverPhasesChartName {
+			found = strings.Contains(s.Reason, "no measured request has server-side timings")
+			continue
+		}
+		out = append(out, s)
+	}
+	if !found {
+		t.Errorf("skipped %+v: the server-phase chart is not left out for want of server timings", skips)
+	}
+	return out
+}
+
 func TestReportOneFolder(t *testing.T) {
 	out := outDir(t, "one")
 	res, err := Write(out, load(t, filepath.Join("testdata", "new"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := checkReport(t, res, ChartNames())
+	page := checkReport(t, res, untimedCharts())
+	untimedSkips(t, res.Skipped)
 	for _, w := range []string{"runner report: report-fixture", "vllm 0.6.3", "36 measured requests (1 failed)",
 		"prompt_tokens=512,max_tokens=64", "per-request rows"} {
 		if !strings.Contains(page, w) {
@@ -222,7 +254,8 @@ func TestReportCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := checkReport(t, res, ChartNames())
+	page := checkReport(t, res, untimedCharts())
+	untimedSkips(t, res.Skipped)
 	for _, w := range []string{"old: old", "new: new", "vllm 0.6.1", "vllm 0.6.3"} {
 		if !strings.Contains(page, w) {
 			t.Errorf("%s lacks %q", IndexFile, w)
@@ -285,15 +318,15 @@ func TestReportSkipsWhatTheDataCannotShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, c := range ChartNames() {
+	for _, c := range untimedCharts() {
 		if c != "ttft_vs_prompt_tokens" {
 			want = append(want, c)
 		}
 	}
 	page := checkReport(t, res, want)
-	if len(res.Skipped) != 1 || res.Skipped[0].Chart != "ttft_vs_prompt_tokens" ||
-		!strings.Contains(res.Skipped[0].Reason, "do not vary the prompt length") {
-		t.Errorf("skipped %+v, want the prefill chart for want of prompt lengths", res.Skipped)
+	if skipped := untimedSkips(t, res.Skipped); len(skipped) != 1 || skipped[0].Chart != "ttft_vs_prompt_tokens" ||
+		!strings.Contains(skipped[0].Reason, "do not vary the prompt length") {
+		t.Errorf("skipped %+v, want the prefill chart for want of prompt lengths", skipped)
 	}
 	if _, err := os.Stat(filepath.Join(out, "ttft_vs_prompt_tokens.png")); !os.IsNotExist(err) {
 		t.Errorf("the earlier report's prefill chart is still there (%v)", err)
@@ -365,14 +398,14 @@ func TestReportWithoutEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, c := range ChartNames() {
+	for _, c := range untimedCharts() {
 		if c != "itl_distribution" && c != "request_timeline" {
 			want = append(want, c)
 		}
 	}
 	checkReport(t, res, want)
-	if len(res.Skipped) != 2 || !strings.Contains(res.Skipped[0].Reason, "two text events") ||
-		!strings.Contains(res.Skipped[1].Reason, "events recorded") {
-		t.Errorf("skipped %+v", res.Skipped)
+	if skipped := untimedSkips(t, res.Skipped); len(skipped) != 2 || !strings.Contains(skipped[0].Reason, "two text events") ||
+		!strings.Contains(skipped[1].Reason, "events recorded") {
+		t.Errorf("skipped %+v", skipped)
 	}
 }

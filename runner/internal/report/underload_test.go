@@ -429,7 +429,7 @@ func TestReportLoadSectionOnlyWithLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := checkReport(t, res, ChartNames())
+	page := checkReport(t, res, untimedCharts())
 	for _, w := range []string{`id="load"`, "Latency under load", "load-points", "send lag"} {
 		if strings.Contains(page, w) {
 			t.Errorf("%s of a folder without load points holds %q", IndexFile, w)
