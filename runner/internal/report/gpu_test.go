@@ -25,7 +25,7 @@ func TestReportGPUTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := checkReport(t, res, ChartNames())
+	page := checkReport(t, res, untimedCharts())
 	if strings.Contains(page, "gpu_telemetry") || strings.Contains(page, "GPU clock") {
 		t.Errorf("the page of a run without a GPU mentions the GPU chart")
 	}
@@ -77,7 +77,7 @@ func TestReportGPUTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page = checkReport(t, res, append(ChartNames(), "gpu_telemetry"))
+	page = checkReport(t, res, append(untimedCharts(), "gpu_telemetry"))
 	for _, w := range []string{"GPU clock and temperature", "telemetry.csv", "vermillion where power or thermal throttling",
 		"overlapped it (" /* some of the requests */} {
 		if !strings.Contains(page, w) {
