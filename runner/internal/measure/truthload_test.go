@@ -16,7 +16,10 @@ import (
 // way one batch of a real server does), an event also waits for the reader goroutines of the
 // events ahead of it, about 10 µs each, and on 2 shared cores for a thread that another
 // process holds: a time slice of the kernel's scheduler is a few milliseconds, so a few of
-// them fit in the bound. It is the same 20 ms that TestGroundTruth allows for one event.
+// them fit in the bound. On a machine running its test suite, other test binaries included,
+// the whole client process has been seen to stall for 23 ms at a load average of 8 on 2 cores,
+// every stream at once: the bound is 50 ms, and the decode step above it, so that a timing
+// one step off is still caught.
 //
 // Every check follows from "each event's lag lies in [0, lateBound]", since t0 is the client's
 // own clock on both sides of each comparison:
@@ -29,8 +32,8 @@ import (
 // lateBound) in ttft, and by about a decode step per gap in tpot when every event is timed
 // together; so the bound still catches what TestGroundTruth catches.
 const (
-	lateBound   = 20 * time.Millisecond
-	truthDecode = 30 * time.Millisecond
+	lateBound   = 50 * time.Millisecond
+	truthDecode = 60 * time.Millisecond
 )
 
 // TestGroundTruthUnderLoad runs a closed loop of 16 streams against the simulator and checks
