@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 var loadColumns = []string{"load_mode", "concurrency", "rate_rps", "scheduled_ms", "send_lag_ms", "cap_wait_ms", "in_flight"}
 
 // stripLoadColumns rewrites dir/requests.csv as a runner written before the load columns
-// existed would have left it, and returns the bytes it wrote.
+// existed would have left it, without them and the columns added after them, and returns the
+// bytes it wrote.
 func stripLoadColumns(t *testing.T, dir string) []byte {
 	t.Helper()
 	path := filepath.Join(dir, RequestsFile)
@@ -29,9 +31,9 @@ func stripLoadColumns(t *testing.T, dir string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := len(recs[0]) - len(loadColumns)
-	if !reflect.DeepEqual(recs[0][n:], loadColumns) {
-		t.Fatalf("requests.csv ends with %q, want the load columns", recs[0][n:])
+	n := slices.Index(recs[0], loadColumns[0])
+	if n < 0 || len(recs[0]) < n+len(loadColumns) || !reflect.DeepEqual(recs[0][n:n+len(loadColumns)], loadColumns) {
+		t.Fatalf("requests.csv has %q, want the load columns after the first ones", recs[0])
 	}
 	for i := range recs {
 		recs[i] = recs[i][:n]

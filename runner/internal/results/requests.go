@@ -16,7 +16,8 @@ type req = record.Request
 
 // requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
 // with six decimals; a nil value is an empty cell. The load columns came later: a file written
-// before them has none, and reads as requests without a load section.
+// before them has none, and reads as requests without a load section; so did prompt_built, which
+// such a file reads as empty.
 var requestsTable = &table[req]{file: RequestsFile, cols: append([]column[req]{
 	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
@@ -69,6 +70,8 @@ var requestsTable = &table[req]{file: RequestsFile, cols: append([]column[req]{
 	msCol("send_lag_ms", func(r *req) **time.Duration { return &r.SendLag }),
 	msCol("cap_wait_ms", func(r *req) **time.Duration { return &r.CapWait }),
 	zeroIsMissingIntCol("in_flight", func(r *req) *int { return &r.InFlight }),
+	// How a prompt_tokens prompt was made to its length; empty for a prompt written out.
+	strCol("prompt_built", func(r *req) *string { return &r.PromptBuilt }),
 )...)}
 
 // RequestColumns returns the columns of requests.csv in file order.
