@@ -17,8 +17,8 @@ import (
 // TestCPUDemo runs the committed experiments/cpu-demo.yaml end to end on the real CPU engine:
 // the built runner boots ollama on a model it generated, sends every request, and writes a
 // result folder, which is then checked: every row present and ok, TTFT and TPOT positive and
-// plausible, output tokens equal to max_tokens (the model never stops early), and no server
-// process left behind.
+// plausible, output tokens equal to max_tokens (the model never stops early), every prompt
+// billed by the server exactly the prompt_tokens asked for, and no server process left behind.
 //
 // It needs an ollama binary (`make ollama` builds one). Without it the test skips, unless
 // RUNNER_REQUIRE_ENGINE=1 (as CI sets), which makes a missing engine a failure.
@@ -85,6 +85,14 @@ func TestCPUDemo(t *testing.T) {
 		}
 		if !r.CacheReset {
 			t.Errorf("%s: the prompt cache was not reset", id)
+		}
+		// prompt_tokens is what the server bills, its chat template included: ollama has no
+		// /tokenize, so the prompt was calibrated on its own usage.prompt_tokens.
+		if r.PromptTokensReported == nil || *r.PromptTokensReported != c.Request.PromptTokens {
+			t.Errorf("%s: the server billed %v prompt tokens, want prompt_tokens %d", id, r.PromptTokensReported, c.Request.PromptTokens)
+		}
+		if r.PromptBuilt != "calibrated on usage.prompt_tokens" {
+			t.Errorf("%s: prompt built by %q", id, r.PromptBuilt)
 		}
 	}
 	man, err := results.ReadManifest(folder)

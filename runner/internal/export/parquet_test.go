@@ -326,6 +326,7 @@ func TestParquetFolderWithoutLoadColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The load columns and every column added after them go.
 	n := slices.Index(recs[0], "load_mode")
 	if n < 0 {
 		t.Fatalf("requests.csv has no load_mode column: %q", recs[0])

@@ -312,10 +312,21 @@ func (c *Client) Metrics(ctx context.Context) (*Metrics, error) {
 // template included. It is how the runner learns the template's overhead from a server whose
 // /tokenize takes no messages (SGLang, whose TokenizeRequest has only prompt).
 func (c *Client) ChatPromptTokens(ctx context.Context, model, text string) (int, error) {
-	in := map[string]any{
-		"messages":   []Message{{Role: "user", Content: text}},
-		"max_tokens": 1,
-		"stream":     false,
+	return c.PromptTokens(ctx, Chat, model, text)
+}
+
+// PromptTokens sends text as the prompt of a non-streamed request for one token on api (a
+// /v1/completions prompt, or one user message of a chat request) and returns
+// usage.prompt_tokens: the prompt as the server bills it, with whatever template and special
+// tokens the server adds (ollama applies the model's chat template to a completions prompt
+// too). It is how a prompt is made to an exact length on a server without /tokenize. A count
+// of 0 for a non-empty text is an error: ollama reports a zeroed usage where it has none.
+func (c *Client) PromptTokens(ctx context.Context, api API, model, text string) (int, error) {
+	in := map[string]any{"max_tokens": 1, "stream": false}
+	if api == Chat {
+		in["messages"] = []Message{{Role: "user", Content: text}}
+	} else {
+		in["prompt"] = text
 	}
 	if model != "" {
 		in["model"] = model
@@ -325,11 +336,14 @@ func (c *Client) ChatPromptTokens(ctx context.Context, model, text string) (int,
 			PromptTokens *int `json:"prompt_tokens"`
 		} `json:"usage"`
 	}
-	if err := c.getJSON(ctx, http.MethodPost, Chat.Path(), in, &out); err != nil {
+	if err := c.getJSON(ctx, http.MethodPost, api.Path(), in, &out); err != nil {
 		return 0, err
 	}
 	if out.Usage == nil || out.Usage.PromptTokens == nil {
-		return 0, fmt.Errorf("openai: POST %s: the response has no usage.prompt_tokens", Chat.Path())
+		return 0, fmt.Errorf("openai: POST %s: the response has no usage.prompt_tokens", api.Path())
+	}
+	if *out.Usage.PromptTokens <= 0 && text != "" {
+		return 0, fmt.Errorf("openai: POST %s: usage.prompt_tokens is %d for a prompt of %d bytes", api.Path(), *out.Usage.PromptTokens, len(text))
 	}
 	return *out.Usage.PromptTokens, nil
 }

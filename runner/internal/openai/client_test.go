@@ -265,3 +265,53 @@ func TestMaxModelLenAnyNumber(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestPromptTokens checks that PromptTokens sends a one-token, non-streamed request with the
+// text as a completions prompt or as one user message, reads usage.prompt_tokens, and refuses
+// an answer without it or with ollama's zeroed usage.
+func TestPromptTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		api     API
+		answer  string
+		want    int
+		wantErr string
+	}{
+		{"completions", Completions, `{"usage":{"prompt_tokens":57,"completion_tokens":1,"total_tokens":58}}`, 57, ""},
+		{"chat", Chat, `{"usage":{"prompt_tokens":60,"completion_tokens":1,"total_tokens":61}}`, 60, ""},
+		{"no usage", Completions, `{"choices":[{"text":"a"}]}`, 0, "no usage.prompt_tokens"},
+		{"zeroed usage", Chat, `{"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`, 0, "usage.prompt_tokens is 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got map[string]any
+			var path string
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				path = r.URL.Path
+				json.NewDecoder(r.Body).Decode(&got)
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.answer)
+			}))
+			defer ts.Close()
+			n, err := (&Client{BaseURL: ts.URL}).PromptTokens(context.Background(), tc.api, "m", "hello world")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || n != tc.want {
+				t.Fatalf("PromptTokens = %d, %v; want %d", n, err, tc.want)
+			}
+			if path != tc.api.Path() || got["max_tokens"] != float64(1) || got["stream"] != false || got["model"] != "m" {
+				t.Errorf("sent %s %v", path, got)
+			}
+			text := got["prompt"]
+			if tc.api == Chat {
+				text = got["messages"].([]any)[0].(map[string]any)["content"]
+			}
+			if text != "hello world" {
+				t.Errorf("sent the text as %v", got)
+			}
+		})
+	}
+}

@@ -83,7 +83,7 @@ var errServerGone = errors.New("server exited")
 // exited during the load point, once the requests it did not record are recorded as failed;
 // ctx's error when the run was interrupted (the load point is then partial, and a resume runs
 // it again whole); or an error that stops the run.
-func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *measure.Client, ci, seq0, n int, prompts map[promptKey]string) error {
+func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *measure.Client, ci, seq0, n int, prompts *promptSet) error {
 	c := rs.g.configs[ci]
 	l := c.Load
 	rs.subs.tell(LoadPointStarted{ServerID: rs.g.serverID, Config: c, Requests: n})
@@ -128,7 +128,7 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 		}
 		p := params(c, srv.Model(), prompts)
 		if distinct {
-			p.Prompt = distinctPrefix(l.Seed, c.ID, i) + " " + prompts[keyOf(c)]
+			p.Prompt = prompts.prefix(c, i) + " " + prompts.prompt(keyOf(c))
 		}
 		if perRequest || resetOnce {
 			p = withResetFields(p, srv.CacheResetFields())
@@ -158,6 +158,9 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 		rec.MaxTokens = c.Request.MaxTokens
 		if c.Request.PromptTokens > 0 {
 			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
+		}
+		if r.Err == nil {
+			rec.PromptBuilt = prompts.builtBy(c)
 		}
 		if err := rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
 			return err
@@ -206,26 +209,28 @@ const minDistinct = 2 * prefixWords
 // prefixWords is the length of a distinct prompt's prefix, in one-letter words.
 const prefixWords = 6
 
-// distinctPrefix returns request i's prefix of a load point's prompts: prefixWords lower-case
-// letters separated by spaces, each a token of its own in BPE and SentencePiece vocabularies
-// alike (a pre-tokenizer splits at spaces), so every prefix has the same token count and the
-// prompt's length stays exact. The prefixes are the base-26 digits of i plus an offset drawn
-// from the seed and the config: distinct within a load point (26^6 is above the most requests a
-// run may send), and unlikely to meet another config's. They differ in the prompt's first
-// tokens, so no request finds another's prompt in a prefix cache, which matches blocks from
-// the start.
-func distinctPrefix(seed int64, configID string, i int) string {
+// distinctPrefix returns request i's prefix of a load point's prompts: prefixWords letters of
+// letters separated by spaces. A pre-tokenizer splits at spaces, and letters holds only letters
+// that the server counts alike (prefixLetters; all 26 lower-case letters are single tokens in
+// common BPE and SentencePiece vocabularies), so every prefix has the same token count and the
+// prompt's length stays exact. The prefixes are the digits of i, in base len(letters), plus an
+// offset drawn from the seed and the config: distinct within a load point (minLetters^6 is
+// above the most requests a run may send), and unlikely to meet another config's. They differ
+// in the prompt's first tokens, so no request finds another's prompt in a prefix cache, which
+// matches blocks from the start.
+func distinctPrefix(letters string, seed int64, configID string, i int) string {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/%s", seed, configID)
-	const space = 26 * 26 * 26 * 26 * 26 * 26
+	base := uint64(len(letters))
+	space := base * base * base * base * base * base
 	v := (h.Sum64()%space + uint64(i)) % space
 	var b strings.Builder
 	for k := range prefixWords {
 		if k > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteByte(byte('a' + v%26))
-		v /= 26
+		b.WriteByte(letters[v%base])
+		v /= base
 	}
 	return b.String()
 }

@@ -435,6 +435,9 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		if c.Request.PromptTokens > 0 {
 			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
 		}
+		if resetOK {
+			rec.PromptBuilt = prompts.builtBy(c)
+		}
 		if err := rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
 			return err
 		}
@@ -452,7 +455,7 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 // request after boot and each pending config's warm-up requests (those with measured requests
 // still to send). Their answers are not recorded: the folder already has these rows from the
 // earlier run. A failure here is left to the measured requests to show.
-func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client *measure.Client, prompts map[promptKey]string, reset bool) error {
+func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client *measure.Client, prompts *promptSet, reset bool) error {
 	var warm []measure.Job // at most the first request and the warm-ups: bounded by validation
 	if g.underLoad() {
 		// Every load point has its warm-ups in its own block: only the first request
@@ -734,15 +737,15 @@ func withResetFields(p openai.Params, fields map[string]any) openai.Params {
 	return p
 }
 
-func params(c experiment.Config, model string, prompts map[promptKey]string) openai.Params {
+func params(c experiment.Config, model string, prompts *promptSet) openai.Params {
 	r := c.Request
 	prompt := r.Prompt
 	if r.PromptTokens > 0 {
-		prompt = prompts[keyOf(c)]
+		prompt = prompts.prompt(keyOf(c))
 		if distinctPrompts(c) {
 			// Sent alone (the server's first request): a prefix none of the load
 			// point's requests has.
-			prompt = distinctPrefix(c.Load.Seed, c.ID, max(c.Warmup, 0)+max(c.Repetitions, 0)) + " " + prompt
+			prompt = prompts.prefix(c, max(c.Warmup, 0)+max(c.Repetitions, 0)) + " " + prompt
 		}
 	}
 	return openai.Params{

@@ -122,12 +122,13 @@ func TestPreparePromptsChat(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		fake      fakeTokenizer
-		wantChats int  // chat requests: the overhead probe only
+		wantChats int  // chat requests: the overhead probe, and a calibration's first probe
 		billed    bool // the chat prompt has exactly N tokens as the fake server bills it
 	}{
 		{"vllm messages", fakeTokenizer{messages: true, chat: true}, 0, true},
 		{"sglang prompt only", fakeTokenizer{chat: true}, 1, true},
-		{"neither", fakeTokenizer{}, 1, false},
+		// The overhead probe fails, and so does the probe of a calibration on usage.
+		{"neither", fakeTokenizer{}, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.fake
@@ -142,7 +143,7 @@ func TestPreparePromptsChat(t *testing.T) {
 				t.Errorf("%d chat requests, want %d", f.chats, tc.wantChats)
 			}
 			for _, n := range []int{40, 60} {
-				text := out[promptKey{api: "chat", n: n}]
+				text := out.text[promptKey{api: "chat", n: n}]
 				if text == "" {
 					t.Fatalf("no chat prompt of %d tokens", n)
 				}
@@ -150,7 +151,7 @@ func TestPreparePromptsChat(t *testing.T) {
 					t.Errorf("chat prompt of %d tokens is billed %d", n, got)
 				}
 			}
-			if got := len(strings.Fields(out[promptKey{api: "completions", n: 40}])) + 1; got != 40 {
+			if got := len(strings.Fields(out.text[promptKey{api: "completions", n: 40}])) + 1; got != 40 {
 				t.Errorf("completions prompt of 40 tokens is billed %d", got)
 			}
 		})
@@ -175,5 +176,133 @@ func TestWithResetFields(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), tc.want) {
 			t.Errorf("%s: body %s (%v), want %s", tc.name, b, err, tc.want)
 		}
+	}
+}
+
+// templated is a server without /tokenize that bills every prompt with a template around it,
+// as ollama does: usage.prompt_tokens is overhead plus one token per word, two for the words
+// "x" and "z" (a vocabulary with no token for " x"). It counts the probes it answers; after
+// failAfter of them (when set) it answers 500, and with shuffle it counts words at random.
+type templated struct {
+	overhead  int
+	failAfter int
+	shuffle   bool
+	probes    int
+}
+
+func (f *templated) count(text string) int {
+	n := f.overhead
+	for _, w := range strings.Fields(text) {
+		n++
+		if w == "x" || w == "z" {
+			n++
+		}
+	}
+	if f.shuffle {
+		n = f.overhead + (n*7919)%97
+	}
+	return n
+}
+
+func (f *templated) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Prompt    string
+		Messages  []struct{ Content string }
+		MaxTokens int `json:"max_tokens"`
+	}
+	json.NewDecoder(r.Body).Decode(&in)
+	if r.URL.Path != "/v1/completions" && r.URL.Path != "/v1/chat/completions" {
+		http.NotFound(w, r)
+		return
+	}
+	f.probes++
+	if in.MaxTokens != 1 || (f.failAfter > 0 && f.probes > f.failAfter) {
+		http.Error(w, `{"error":"busy"}`, http.StatusInternalServerError)
+		return
+	}
+	text := in.Prompt
+	if len(in.Messages) > 0 {
+		text = in.Messages[0].Content
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"usage":{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d}}`, f.count(text), f.count(text)+1)
+}
+
+// TestPreparePromptsCalibrated checks the calibration on a server without /tokenize whose
+// count includes a template: every prompt, distinct prefixes included, is billed exactly N
+// tokens; it takes few probes; and a prompt below the template's floor, a server that fails
+// part way, and one whose counts are not monotone each give an error that says so.
+func TestPreparePromptsCalibrated(t *testing.T) {
+	tk, err := tokens.NewTiktoken("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(api string, n int, load bool) experiment.Config {
+		c := experiment.Config{ID: fmt.Sprintf("%s-%d", api, n), Label: fmt.Sprintf("%s,prompt_tokens=%d", api, n),
+			Request: experiment.Request{API: api, PromptTokens: n}}
+		if load {
+			c.ID += "-load"
+			c.Load = &experiment.LoadSpec{Concurrency: 4, Seed: 3}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		fake    templated
+		configs []experiment.Config
+		maxPerN int    // probes per prompt, at most
+		wantErr string // "" for success; else what the error says, parts separated by " | "
+	}{
+		{"completions", templated{overhead: 7}, []experiment.Config{cfg("completions", 16, false), cfg("completions", 128, false), cfg("completions", 1000, false)}, 16, ""},
+		{"chat", templated{overhead: 55}, []experiment.Config{cfg("chat", 64, false), cfg("chat", 512, false)}, 16, ""},
+		{"distinct prefixes", templated{overhead: 7}, []experiment.Config{cfg("completions", 64, true), cfg("completions", 300, true)}, 16 + 27, ""},
+		{"below the floor", templated{overhead: 55}, []experiment.Config{cfg("completions", 128, false), cfg("completions", 16, false)}, 16,
+			"config completions,prompt_tokens=16: prompt_tokens 16 is below what this server bills for the shortest prompt, 56 tokens"},
+		{"fails part way", templated{overhead: 7, failAfter: 3}, []experiment.Config{cfg("completions", 128, false)}, 16,
+			"config completions,prompt_tokens=128: a prompt of 128 tokens by calibrated on usage.prompt_tokens: | 500 Internal Server Error"},
+		{"not monotone", templated{overhead: 7, shuffle: true}, []experiment.Config{cfg("completions", 50, false)}, 16, "counts are not monotone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.fake
+			ts := httptest.NewServer(&f)
+			defer ts.Close()
+			api := &openai.Client{BaseURL: ts.URL}
+			ps, err := preparePrompts(context.Background(), group{configs: tc.configs}, api, "m", tk, false)
+			if tc.wantErr != "" {
+				for _, part := range strings.Split(tc.wantErr, " | ") {
+					if err == nil || !strings.Contains(err.Error(), part) {
+						t.Fatalf("err = %v, want one containing %q", err, part)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if max := 1 + tc.maxPerN*len(tc.configs); f.probes > max {
+				t.Errorf("%d probes for %d prompts, want at most %d", f.probes, len(tc.configs), max)
+			}
+			t.Logf("%d probes for %d prompts", f.probes, len(tc.configs))
+			for _, c := range tc.configs {
+				k := keyOf(c)
+				if got := ps.builtBy(c); got != calibrated {
+					t.Errorf("%s: built by %q, want %q", c.Label, got, calibrated)
+				}
+				if !k.distinct {
+					if got := f.count(ps.prompt(k)); got != k.n {
+						t.Errorf("%s: billed %d tokens", c.Label, got)
+					}
+					continue
+				}
+				if strings.ContainsAny(ps.letters[k.api], "xz") || len(ps.letters[k.api]) != 24 {
+					t.Errorf("%s: prefix letters %q, want every letter but x and z", c.Label, ps.letters[k.api])
+				}
+				for i := range 200 {
+					if got := f.count(ps.prefix(c, i) + " " + ps.prompt(k)); got != k.n {
+						t.Fatalf("%s: request %d with prefix %q is billed %d tokens", c.Label, i, ps.prefix(c, i), got)
+					}
+				}
+			}
+		})
 	}
 }

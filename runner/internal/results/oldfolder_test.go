@@ -17,8 +17,11 @@ import (
 // loadColumns are the columns that requests.csv gained for load points.
 var loadColumns = []string{"load_mode", "concurrency", "rate_rps", "scheduled_ms", "send_lag_ms", "cap_wait_ms", "in_flight"}
 
-// gpuColumns came last, for GPU telemetry.
-var gpuColumns = []string{"gpu_sm_clock_mean_mhz", "gpu_temp_max_c", "gpu_throttled"}
+// gpuColumns came next, for GPU telemetry, and promptColumns last.
+var (
+	gpuColumns    = []string{"gpu_sm_clock_mean_mhz", "gpu_temp_max_c", "gpu_throttled"}
+	promptColumns = []string{"prompt_built"}
+)
 
 // serverColumns are the columns that requests.csv gained for the server's own timings, after
 // the load columns.
@@ -31,7 +34,7 @@ var serverColumns = []string{"server_ttft_ms", "server_e2e_ms", "server_queue_ms
 // returns the bytes it wrote.
 func stripLoadColumns(t *testing.T, dir string) []byte {
 	t.Helper()
-	return stripTrailingColumns(t, dir, slices.Concat(loadColumns, serverColumns, gpuColumns))
+	return stripTrailingColumns(t, dir, slices.Concat(loadColumns, serverColumns, gpuColumns, promptColumns))
 }
 
 // stripTrailingColumns removes cols, which must be the last columns of dir/requests.csv, and
@@ -69,7 +72,7 @@ func TestReadFolderWithoutServerColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stripTrailingColumns(t, f.Dir(), slices.Concat(serverColumns, gpuColumns))
+	stripTrailingColumns(t, f.Dir(), slices.Concat(serverColumns, gpuColumns, promptColumns))
 	got, err := LoadRequests(f.Dir())
 	if err != nil {
 		t.Fatalf("folder without the server columns: %v", err)

@@ -17,8 +17,8 @@ type req = record.Request
 
 // requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
 // with six decimals; a nil value is an empty cell. The load columns came later: a file written
-// before them has none, and reads as requests without a load section; so did the server-side
-// and GPU columns, and such a file reads as requests without server timings or telemetry.
+// before them has none, and reads as requests without a load section; so did the server-side,
+// GPU and prompt_built columns, and such a file reads as requests without them.
 var requestsTable = &table[req]{file: RequestsFile, cols: slices.Concat([]column[req]{
 	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
@@ -91,6 +91,9 @@ var requestsTable = &table[req]{file: RequestsFile, cols: slices.Concat([]column
 	optFloatCol("gpu_sm_clock_mean_mhz", 1, func(r *req) **float64 { return &r.GPUSMClockMeanMHz }),
 	optFloatCol("gpu_temp_max_c", 1, func(r *req) **float64 { return &r.GPUTempMaxC }),
 	optBoolCol("gpu_throttled", func(r *req) **bool { return &r.GPUThrottled }),
+), addedLater(
+	// How a prompt_tokens prompt was made to its length; empty for a prompt written out.
+	strCol("prompt_built", func(r *req) *string { return &r.PromptBuilt }),
 ))}
 
 // cacheHitAfterResetCol says whether a request whose cache was reset hit the prefix cache all

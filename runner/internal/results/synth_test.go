@@ -64,6 +64,7 @@ func TestSyntheticFolder(t *testing.T) {
 					Error: "server s1-dead did not become ready", MaxTokens: 32, Cache: "reset"}
 			}
 			r := results.FakeRequest(c, seq)
+			r.PromptBuilt = "server /tokenize"
 			if c.Load != nil {
 				ms := func(x float64) *time.Duration { return record.Dur(time.Duration(x * 1e6)) }
 				r.LoadMode, r.Concurrency, r.Rate, r.InFlight = record.LoadOpen, c.Load.MaxConcurrency, c.Load.Rate, 1+seq%4

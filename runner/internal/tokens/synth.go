@@ -47,8 +47,13 @@ var padUnits = []string{" a", " x", " .", ".", ",", "a"}
 // since the BOS token alone is not a prompt. For a chat request the server adds the chat
 // template's tokens on top, unless the Counter tokenizes the prompt as a chat message.
 //
-// It returns an error when the counter fails, ctx ends, or no prefix with padding counts
-// exactly n.
+// A counter that adds a fixed number of tokens to every text (a server's chat template, counted
+// by its usage.prompt_tokens) has a floor: when one word already counts more than n, Synthesize
+// returns a *FloorError. A counter whose counts shrink as the text grows cannot be searched,
+// and Synthesize says so instead of returning a prompt of a length it cannot vouch for.
+//
+// It returns an error when the counter fails, ctx ends, n is below the counter's floor, the
+// counts are not monotone, or no prefix with padding counts exactly n.
 func Synthesize(ctx context.Context, c Counter, n int, seed int64) (string, int, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("tokens: synthesize %d tokens by %s: "+format, append([]any{n, c.Name()}, args...)...)
@@ -58,10 +63,21 @@ func Synthesize(ctx context.Context, c Counter, n int, seed int64) (string, int,
 	}
 	s := &synth{ctx: ctx, c: c, start: int(uint64(seed) % uint64(len(fillerWords))), memo: map[int]int{}}
 
-	// Bracket the answer: lo words count at most n, hi words more than n. The empty prefix
-	// (lo = 0) is not counted: it is taken to be at most n.
-	lo, flo := 0, 0
-	hi := n
+	// Bracket the answer: lo words count at most n, hi words more than n. One word is counted
+	// first: it is the shortest prompt, and what it counts beyond a word's worth is the
+	// counter's fixed overhead, which interpolation then starts from.
+	lo := 1
+	flo, err := s.count(lo)
+	if err != nil {
+		return "", 0, fail("%w", err)
+	}
+	switch {
+	case flo == n:
+		return s.text(lo), n, nil
+	case flo > n:
+		return "", 0, &FloorError{Want: n, Floor: flo, Counter: c.Name()}
+	}
+	hi := max(n, lo+1)
 	fhi, err := s.count(hi)
 	if err != nil {
 		return "", 0, fail("%w", err)
@@ -103,7 +119,7 @@ func Synthesize(ctx context.Context, c Counter, n int, seed int64) (string, int,
 
 	// lo words count fewer than n and lo+1 words more: make up the difference with padding.
 	// If a tokenizer merges the padding with the last word, try a word shorter.
-	for k := lo; k >= max(lo-2, 0); k-- {
+	for k := lo; k >= max(lo-2, 1); k-- {
 		fk, err := s.count(k)
 		if err != nil {
 			return "", 0, fail("%w", err)
@@ -141,18 +157,24 @@ func (s *synth) pad(base string, fb, d int) (string, bool, error) {
 		got, err := s.c.Count(s.ctx, text)
 		return got == fb+d, err
 	}
+	// The units are measured as they are tried, so that the usual case, " a" costing one
+	// token, takes two calls rather than one per unit: a counter may be a request to a server.
 	cost := make([]int, len(padUnits))
-	for i, unit := range padUnits {
-		got, err := s.c.Count(s.ctx, join(unit, unit))
+	measure := func(i int) error {
+		got, err := s.c.Count(s.ctx, join(padUnits[i], padUnits[i]))
 		if err != nil {
-			return "", false, err
+			return err
 		}
 		cost[i] = (got - fb) / 2
 		if (got-fb)%2 != 0 {
 			cost[i] = 0 // the first repetition merges or splits differently: not a steady unit
 		}
+		return nil
 	}
 	for i, unit := range padUnits {
+		if err := measure(i); err != nil {
+			return "", false, err
+		}
 		if cost[i] > 0 && d%cost[i] == 0 {
 			text := join(strings.Repeat(unit, d/cost[i]))
 			if ok, err := check(text); err != nil || ok {
@@ -209,6 +231,27 @@ func (s *synth) count(k int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The search trusts that more words never count fewer tokens; a counter that breaks this
+	// (a server that answers at random, or counts something else) would send it astray.
+	for k2, n2 := range s.memo {
+		if (k2 < k && n2 > n) || (k2 > k && n2 < n) {
+			return 0, fmt.Errorf("counts are not monotone: %d words count %d tokens, but %d words count %d", k2, n2, k, n)
+		}
+	}
 	s.memo[k] = n
 	return n, nil
+}
+
+// FloorError says that no prompt counts as few tokens as asked: the shortest one, a single
+// word, already counts Floor. A counter that adds a fixed overhead to every text has such a
+// floor: a server's chat template or special tokens, counted in its usage.prompt_tokens.
+type FloorError struct {
+	Want    int    // tokens asked for
+	Floor   int    // tokens the shortest prompt counts
+	Counter string // the counter's name
+}
+
+func (e *FloorError) Error() string {
+	return fmt.Sprintf("tokens: synthesize %d tokens by %s: the shortest prompt, one word, already counts %d tokens (the fixed overhead of a template or special tokens is in every count): ask for at least %d",
+		e.Want, e.Counter, e.Floor, e.Floor)
 }

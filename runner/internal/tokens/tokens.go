@@ -188,3 +188,34 @@ func (s *Server) Name() string {
 	}
 	return s.Label
 }
+
+// Memo counts with Counter and remembers every count by its text, so that a text counted again
+// (by another Synthesize call, or a check of the prompt it made) costs no second call. It is
+// meant for a slow counter, such as one request to a server per count. It is not safe for
+// concurrent use.
+type Memo struct {
+	Counter
+	counts map[string]int
+	// Calls counts the calls that reached Counter.
+	Calls int
+}
+
+var _ Counter = (*Memo)(nil)
+
+// NewMemo returns a Memo over c.
+func NewMemo(c Counter) *Memo { return &Memo{Counter: c, counts: map[string]int{}} }
+
+// Count returns the remembered count of text, or asks the Counter and remembers its answer.
+// Errors are not remembered.
+func (m *Memo) Count(ctx context.Context, text string) (int, error) {
+	if n, ok := m.counts[text]; ok {
+		return n, nil
+	}
+	m.Calls++
+	n, err := m.Counter.Count(ctx, text)
+	if err != nil {
+		return 0, err
+	}
+	m.counts[text] = n
+	return n, nil
+}
