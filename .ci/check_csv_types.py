@@ -10,7 +10,7 @@ as an analyst would read them, and each column must come out as its kind says:
 
   int        int64, or float64 when the column has missing cells and every value is whole
   float      float64
-  bool       bool
+  bool       bool, or object holding only True and False when the column has missing cells
   string     object
   timestamp  object that pandas.to_datetime(utc=True) parses completely, to the nanosecond
 
@@ -49,8 +49,13 @@ def check_column(name, kind, col, problems):
         if dtype != "float64":
             problems.append(f"{name}: float column loaded as {dtype}")
     elif kind == "bool":
-        if dtype != "bool":
-            problems.append(f"{name}: bool column loaded as {dtype}")
+        if dtype == "bool":
+            return
+        # An optional bool (empty where unknown) loads as object holding True, False and NaN:
+        # pandas has no nullable bool by default inference, as it has no nullable int.
+        if dtype == "object" and col.isna().any() and present.map(lambda v: isinstance(v, bool)).all():
+            return
+        problems.append(f"{name}: bool column loaded as {dtype}")
     elif kind == "string":
         if dtype != "object":
             problems.append(f"{name}: string column loaded as {dtype}")
