@@ -102,17 +102,7 @@ func ConfigColumns(rows []ConfigRow) []Column { return configsTable(axisPaths(ro
 
 // WriteConfigs writes configs.csv for rows: a header, then one row per config.
 func WriteConfigs(w io.Writer, rows []ConfigRow) error {
-	t := configsTable(axisPaths(rows))
-	e := &Encoder[ConfigRow]{w: w, t: t}
-	if err := e.WriteHeader(); err != nil {
-		return err
-	}
-	for i := range rows {
-		if err := e.Encode(&rows[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeAll(w, configsTable(axisPaths(rows)), rows)
 }
 
 // NewConfigScanner returns a scanner of configs.csv rows read from r; name is the file name that

@@ -133,16 +133,7 @@ func NewLoadScanner(r io.Reader, name string) *Scanner[LoadRow] {
 
 // WriteLoad writes rows as load.csv: a header, then the rows.
 func WriteLoad(w io.Writer, rows []LoadRow) error {
-	e := NewLoadEncoder(w)
-	if err := e.WriteHeader(); err != nil {
-		return err
-	}
-	for i := range rows {
-		if err := e.Encode(&rows[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeAll(w, loadTable, rows)
 }
 
 // SummarizeLoad describes each config's measured requests as a load point: one row per config,

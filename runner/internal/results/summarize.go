@@ -109,16 +109,7 @@ func NewSummaryScanner(r io.Reader, name string) *Scanner[SummaryRow] {
 
 // WriteSummary writes rows as summary.csv: a header, then the rows.
 func WriteSummary(w io.Writer, rows []SummaryRow) error {
-	e := NewSummaryEncoder(w)
-	if err := e.WriteHeader(); err != nil {
-		return err
-	}
-	for i := range rows {
-		if err := e.Encode(&rows[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeAll(w, summaryTable, rows)
 }
 
 // Summarize describes each config's measured requests, one row per config and metric, configs

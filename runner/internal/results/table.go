@@ -112,6 +112,21 @@ func (e *Encoder[T]) WriteHeader() error {
 	return nil
 }
 
+// writeAll writes a whole file of t: its header, then rows in order, the header even when
+// there is no row.
+func writeAll[T any](w io.Writer, t *table[T], rows []T) error {
+	e := &Encoder[T]{w: w, t: t}
+	if err := e.WriteHeader(); err != nil {
+		return err
+	}
+	for i := range rows {
+		if err := e.Encode(&rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Encode writes one row.
 func (e *Encoder[T]) Encode(v *T) error {
 	if err := e.WriteHeader(); err != nil {
