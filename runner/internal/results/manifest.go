@@ -26,6 +26,9 @@ const (
 	StatusComplete Status = "complete"
 	// StatusInterrupted: the run stopped early (a signal, a crash); Resume can finish it.
 	StatusInterrupted Status = "interrupted"
+	// StatusIncomplete is a merged folder that lacks the configs of shards that were missing
+	// or not complete (runner merge --partial); the manifest's merged.missing_configs lists them.
+	StatusIncomplete Status = "incomplete"
 	// StatusFailed: the run gave up (for example, no server would boot).
 	StatusFailed Status = "failed"
 )
@@ -50,6 +53,46 @@ type Manifest struct {
 	Resumes []time.Time `json:"resume_times,omitempty"` // when each resume began
 	// Discarded lists the configs whose rows a resume moved to discarded/, in order.
 	Discarded []Discarded `json:"discarded,omitempty"`
+	// Shard is set in the folder of one shard of a sharded run (runner FILE --shard I/N): the
+	// folder holds that shard's configs only. Nil for a run of the whole plan.
+	Shard *Shard `json:"shard,omitempty"`
+	// Merged is set in a folder that runner merge made from shard folders.
+	Merged *Merged `json:"merged,omitempty"`
+}
+
+// Shard says which part of an experiment's plan a folder holds.
+type Shard struct {
+	Index int `json:"index"` // from 0
+	Count int `json:"count"`
+	// Fingerprint identifies the plan the shards split: the experiment file's sha256 and the
+	// shard count. Shards merge only with shards of the same fingerprint.
+	Fingerprint string `json:"fingerprint"`
+	// Configs are the ids of the configs of this shard, in plan order; empty for a shard that
+	// got none (more shards than server configs).
+	Configs []string `json:"configs"`
+	// Source says where the index came from: "flag", "JOB_COMPLETION_INDEX" (a Kubernetes
+	// Indexed Job) or "SLURM_ARRAY_TASK_ID" (a Slurm job array).
+	Source string `json:"source,omitempty"`
+	// Host is the machine the shard ran on (os.Hostname).
+	Host string `json:"host,omitempty"`
+}
+
+// Merged records the shard folders a merged folder was made from.
+type Merged struct {
+	Fingerprint string        `json:"fingerprint"`
+	Count       int           `json:"count"` // shards in the plan
+	Shards      []MergedShard `json:"shards"`
+	// Missing lists the configs of shards that were missing or not complete, when the merge
+	// was asked to be partial; the folder's status is then incomplete.
+	Missing []string `json:"missing_configs,omitempty"`
+}
+
+// MergedShard is one shard folder of a merge.
+type MergedShard struct {
+	Index  int    `json:"index"`
+	Folder string `json:"folder"` // the shard folder's path as given to runner merge
+	Host   string `json:"host,omitempty"`
+	Status Status `json:"status"`
 }
 
 // RunnerInfo identifies the runner build that wrote a folder.
