@@ -454,6 +454,9 @@ func configRows(o, n *config, alpha float64, thresholds map[string]Threshold) []
 		if n != nil {
 			nx, row.New.Failed = n.values(m)
 		}
+		if m.PresentOnly() && len(ox) == 0 && len(nx) == 0 {
+			continue // neither side has a value (no server timings): as summaries do, leave it out
+		}
 		row.Old = describe(ox, row.Old.Failed)
 		row.New = describe(nx, row.New.Failed)
 		t, gated := thresholds[m.Name]

@@ -4,8 +4,10 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
@@ -116,9 +118,9 @@ func TestCompareConfigsOnOneSide(t *testing.T) {
 	if len(rep.OnlyNew) != 1 || rep.OnlyNew[0] != (ConfigRef{ID: "id-c", Label: "c"}) {
 		t.Errorf("OnlyNew = %+v", rep.OnlyNew)
 	}
-	nm := 0 // the metrics of configs without load
+	nm := 0 // the metrics of configs without load or server timings
 	for _, m := range results.Metrics() {
-		if !m.LoadOnly() {
+		if !m.LoadOnly() && !m.PresentOnly() {
 			nm++
 		}
 	}
@@ -479,6 +481,31 @@ func TestStrictRefusesCacheHitAfterReset(t *testing.T) {
 		want := "config id-b in the new folder: 3 measured requests hit the prefix cache after it was reset, so the reset did not take"
 		if g.Failed() != tt.failed || tt.failed && (len(g.Reasons) != 1 || g.Reasons[0] != want) {
 			t.Errorf("%s: gate %s %q", tt.name, g.Result, g.Reasons)
+		}
+	}
+}
+
+// TestCompareServerTimingsPresentOnly: server_ttft_ms and client_overhead_ms are compared
+// where one side has them, and left out where neither has, as summaries leave them out.
+func TestCompareServerTimingsPresentOnly(t *testing.T) {
+	old := sideSpec{configs: testConfigs(8, "a", "b"), env: baseEnv, seed: 1}.memory()
+	nw := sideSpec{configs: testConfigs(8, "a", "b"), env: baseEnv, seed: 2}.memory()
+	for i := range nw.Requests {
+		r := &nw.Requests[i]
+		if r.ConfigID == old.Manifest.Configs[1].ID && r.TTFT != nil {
+			server := *r.TTFT - time.Millisecond
+			r.ServerTTFT, r.ClientOverhead = &server, record.Dur(time.Millisecond)
+		}
+	}
+	rep := mustCompare(t, old, nw, Options{})
+	for _, r := range rep.Rows {
+		if (r.Metric == "server_ttft_ms" || r.Metric == "client_overhead_ms") && r.Label != "b" {
+			t.Errorf("config %s, which has no server timings on either side, has a %s row", r.Label, r.Metric)
+		}
+	}
+	for _, m := range []string{"server_ttft_ms", "client_overhead_ms"} {
+		if got := row(t, rep, "b", m); got.Old.N != 0 || got.New.N != 8 || !slices.Contains(got.Warnings, "no values on the old side: not compared") {
+			t.Errorf("b %s: old n %d, new n %d, warnings %q", m, got.Old.N, got.New.N, got.Warnings)
 		}
 	}
 }

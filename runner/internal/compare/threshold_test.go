@@ -23,7 +23,7 @@ func TestParseThresholds(t *testing.T) {
 		{"tpot_event:5.%", []Threshold{{"tpot_event_ms", Up, 5}}, ""},
 		{"ttft", nil, `threshold "ttft": want METRIC:LIMIT`},
 		{"failed:+5%", []Threshold{{Metric: "failed", Direction: Up, Percent: 5}}, ""},
-		{"ttfb:+10%", nil, `unknown metric "ttfb" (want one of ttft, tpot_event, tpot_token, e2e, itl_median, output_tokens, text_events, send_lag, failed, goodput, throughput, rate)`},
+		{"ttfb:+10%", nil, `unknown metric "ttfb" (want one of ttft, tpot_event, tpot_token, e2e, itl_median, output_tokens, text_events, send_lag, server_ttft, client_overhead, failed, goodput, throughput, rate)`},
 		{"ttft:+10", nil, "the limit must be a percentage"},
 		{"ttft:+10ms", nil, "the limit must be a percentage"},
 		{"ttft:++10%", nil, `"+10" is not a number of percent`},

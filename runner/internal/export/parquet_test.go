@@ -401,3 +401,41 @@ func TestParquetRefusesATornLineInAFinishedFolder(t *testing.T) {
 		t.Errorf("Parquet: %v", err)
 	}
 }
+
+// TestParquetLoadServer exports a folder with the server's figures of a load point:
+// load_server.csv becomes load_server.parquet, and load.parquet has load.csv's server columns.
+func TestParquetLoadServer(t *testing.T) {
+	dir := writeFolder(t, false)
+	f, _, err := results.Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttft := 12500 * time.Microsecond
+	row := results.LoadServerRow{ConfigID: "c1-aaaa", ServerID: "s0-bbbb", Before: t0, After: t0.Add(3 * time.Second),
+		LoadServer: results.LoadServer{Requests: record.Int(3), TTFTMean: &ttft}}
+	if err := f.AppendLoadServer(row); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(results.StatusComplete); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	rep, err := Parquet(dir, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := map[string]int{}
+	for _, file := range rep.Files {
+		cols[file.CSV] = file.Columns
+		if file.CSV == results.LoadServerFile && file.Rows != 1 {
+			t.Errorf("load_server.parquet has %d rows, want 1", file.Rows)
+		}
+	}
+	if cols[results.LoadServerFile] != len(results.LoadServerColumns()) || cols[results.LoadFile] != len(results.LoadColumnsWithServer()) {
+		t.Errorf("exported %v, want load_server.csv and load.csv with its server columns", cols)
+	}
+	pf, rows := readParquet(t, filepath.Join(out, "load.parquet"))
+	if len(pf.Schema().Fields()) != len(results.LoadColumnsWithServer()) || len(rows) != 2 {
+		t.Errorf("load.parquet: %d columns, %d rows", len(pf.Schema().Fields()), len(rows))
+	}
+}

@@ -132,6 +132,15 @@ type LoadPointStarted struct {
 	Requests int
 }
 
+// LoadPointScraped carries what the server's /metrics said about a load point that has ended,
+// from a scrape just before its first request and one just after its last; a load point whose
+// server has no metrics, or whose scrape failed, has none.
+type LoadPointScraped struct {
+	ServerID string
+	Config   experiment.Config
+	Server   results.LoadServerRow
+}
+
 // ConfigDone says that every request of a config (its load point) is recorded.
 type ConfigDone struct {
 	Config experiment.Config
@@ -166,6 +175,7 @@ type TelemetryFailed struct {
 
 func (RunStarted) event()        {}
 func (LoadPointStarted) event()  {}
+func (LoadPointScraped) event()  {}
 func (RequestsSkipped) event()   {}
 func (ServerBooting) event()     {}
 func (BootOutput) event()        {}
@@ -213,15 +223,28 @@ type TelemetryFolder interface {
 
 var _ TelemetryFolder = (*results.Folder)(nil)
 
+// LoadServerFolder is a Folder that also keeps the server's figures of each load point;
+// *results.Folder is one.
+type LoadServerFolder interface {
+	AppendLoadServer(row results.LoadServerRow) error
+}
+
+var _ LoadServerFolder = (*results.Folder)(nil)
+
 // Record returns the subscriber that writes a run's requests and server boots into f:
 // requests as they are recorded, a server when it is ready or failed to boot and again when it
-// has ended, and GPU samples as they come when f is a TelemetryFolder.
+// has ended, GPU samples as they come when f is a TelemetryFolder, and the server's figures
+// of each load point as it ends when f is a LoadServerFolder.
 func Record(f Folder) Subscriber {
 	return SubscriberFunc(func(e Event) error {
 		switch e := e.(type) {
 		case GPUSampled:
 			if tf, ok := f.(TelemetryFolder); ok {
 				return tf.AppendTelemetry(e.Samples)
+			}
+		case LoadPointScraped:
+			if lf, ok := f.(LoadServerFolder); ok {
+				return lf.AppendLoadServer(e.Server)
 			}
 		case RequestMeasured:
 			return f.Append(e.Record)

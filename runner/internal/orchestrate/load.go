@@ -13,6 +13,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/measure"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
 // underLoad reports whether any of the group's configs is a load point. Such a group runs its
@@ -119,6 +120,13 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 			return rest(record.ErrCacheReset, "reset the prefix cache before the load point: "+err.Error())
 		}
 	}
+	// The server's metrics are scraped around the whole load point, after its reset (which
+	// may itself read /metrics): every request of the block, warm-ups included, falls between
+	// the two scrapes.
+	before := rs.sc.scrape(ctx)
+	beforeAt := time.Now()
+	var clientTTFT time.Duration
+	withTTFT := 0
 	distinct := distinctPrompts(c)
 	prepare := func(ctx context.Context, i int) (measure.Spec, error) {
 		if perRequest {
@@ -166,6 +174,10 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 			return err
 		}
 		recorded[r.Index] = true
+		if rec.TTFT != nil {
+			clientTTFT += *rec.TTFT
+			withTTFT++
+		}
 		if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && goingDown(ctx, srv) {
 			return errServerGone
 		}
@@ -181,6 +193,17 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 		return errServerGone
 	case err != nil:
 		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	if before != nil {
+		if after := rs.sc.scrape(ctx); after != nil {
+			row := results.LoadServerRow{ConfigID: c.ID, ServerID: c.ServerID, Before: beforeAt.UTC(), After: time.Now().UTC(),
+				LoadServer: rs.sc.loadPoint(before, after, clientTTFT, withTTFT)}
+			if err := rs.subs.record(LoadPointScraped{ServerID: rs.g.serverID, Config: c, Server: row}); err != nil {
+				return fmt.Errorf("record the server's figures of load point %s: %w", c.ID, err)
+			}
+		}
 	}
 	return ctx.Err()
 }

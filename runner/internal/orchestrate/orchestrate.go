@@ -282,6 +282,7 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	sc = newScraper(srv.Engine(), api, func(err error) {
 		subs.tell(ServerMetricsFailed{ServerID: g.serverID, Err: err})
 	})
+	rs.sc = sc
 	if serverTokenizes(ctx, api, srv.Model()) {
 		// A request's output is counted over the measuring client's connections: its own,
 		// idle once the stream has ended. On the side endpoints' client, which keeps two idle
@@ -616,6 +617,7 @@ type serverRun struct {
 	out     *Outcome
 	left    []int              // per config of g, its requests not recorded yet
 	sampler *telemetry.Sampler // nil without a GPU to sample
+	sc      *scraper           // the server's /metrics; nil until the server is ready
 }
 
 // startTelemetry starts sampling the GPUs for a server the run booted, in the server's own

@@ -10,6 +10,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
 // scrapeTimeout bounds one scrape of /metrics. A variable so that tests can shorten it.
@@ -120,6 +121,42 @@ func (s *scraper) fill(rec *record.Request, before, after *openai.Metrics) {
 	// A reset that took leaves nothing to hit: a hit means the reset was answered but did
 	// not empty the cache.
 	rec.CacheHitAfterReset = rec.CacheReset && rec.PrefixCacheHits != nil && *rec.PrefixCacheHits > 0
+}
+
+// loadPoint returns what the server's metrics say about a load point, from the scrapes just
+// before its first request and just after its last: the count of requests the server finished
+// in between (the load point's warm-ups as well as its measured requests, which run in the same
+// block), the mean of each histogram over them, and the token and prefix-cache counters.
+// clientTTFT is the sum of the client TTFTs of the load point's requests that have one, and
+// withTTFT how many they are: the client overhead is their mean minus the server's mean TTFT,
+// and only when the server's TTFT histogram counted as many requests, so that both means are
+// over the same requests.
+func (s *scraper) loadPoint(before, after *openai.Metrics, clientTTFT time.Duration, withTTFT int) results.LoadServer {
+	d := s.names.Delta(before, after)
+	var ls results.LoadServer
+	if n, ok := d.Requests(); ok {
+		ls.Requests = record.Int(int(math.Round(n)))
+	}
+	mean := func(key string) *time.Duration {
+		if m, ok := d[key].Mean(); ok {
+			return record.Dur(secondsToDuration(m))
+		}
+		return nil
+	}
+	count := func(key string) *int {
+		if c, ok := d[key]; ok {
+			return record.Int(int(math.Round(c.Sum)))
+		}
+		return nil
+	}
+	ls.TTFTMean, ls.E2EMean, ls.QueueMean = mean(openai.DeltaTTFT), mean(openai.DeltaE2E), mean(openai.DeltaQueue)
+	ls.PrefillMean, ls.DecodeMean = mean(openai.DeltaPrefill), mean(openai.DeltaDecode)
+	ls.PromptTokens, ls.GenerationTokens = count(openai.DeltaPromptTokens), count(openai.DeltaGenerationTokens)
+	ls.CacheQueries, ls.CacheHits = count(openai.DeltaCacheQueries), count(openai.DeltaCacheHits)
+	if c, ok := d[openai.DeltaTTFT]; ok && withTTFT > 0 && c.Count == float64(withTTFT) && ls.TTFTMean != nil {
+		ls.ClientOverheadMean = record.Dur(clientTTFT/time.Duration(withTTFT) - *ls.TTFTMean)
+	}
+	return ls
 }
 
 // secondsToDuration converts a histogram's seconds to a duration, rounded to the nanosecond.

@@ -26,8 +26,8 @@ type Discarded struct {
 	Time     time.Time `json:"time"`
 }
 
-// Discard moves every row of the configs configIDs, in requests.csv, events.csv, outputs.jsonl
-// and errors.jsonl, out of the folder into the same files under discarded/ (appended to what is
+// Discard moves every row of the configs configIDs, in requests.csv, events.csv, outputs.jsonl,
+// errors.jsonl and load_server.csv, out of the folder into the same files under discarded/ (appended to what is
 // there), records each config in the manifest's discarded list with reason, and returns the
 // requests the folder then holds. The rows are appended to discarded/ first and each of the
 // folder's own files is then replaced atomically, so a crash in between leaves a row in both
@@ -80,6 +80,10 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 	if err == nil {
 		err = moveRows(f.dir, ErrorsFile, nil, NewErrorScanner, func(e ErrorRow) bool { return drop[e.ConfigID] })
 	}
+	if err == nil && hasLoadServer(f.dir) {
+		// The server's figures of a load point describe its requests: they go with them.
+		err = moveRows(f.dir, LoadServerFile, loadServerTable.header(), NewLoadServerScanner, func(r LoadServerRow) bool { return drop[r.ConfigID] })
+	}
 	// The files were replaced: the open handles point at the old ones.
 	if rerr := f.reopen(); err == nil {
 		err = rerr
@@ -96,6 +100,13 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 		}
 	}
 	f.rows = kept
+	keptServer := f.loadServerRows[:0]
+	for _, r := range f.loadServerRows {
+		if !drop[r.ConfigID] {
+			keptServer = append(keptServer, r)
+		}
+	}
+	f.loadServerRows = keptServer
 	now := time.Now().UTC()
 	for _, id := range configIDs {
 		if drop[id] {
@@ -112,7 +123,8 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 	return f.done.clone(), nil
 }
 
-// reopen opens the folder's row files again for appending.
+// reopen opens the folder's row files again for appending; telemetry.csv and load_server.csv
+// open again on their next append.
 func (f *Folder) reopen() error {
 	f.closeFiles()
 	var errs []error

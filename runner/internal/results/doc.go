@@ -15,6 +15,9 @@
 //	load.csv        per config, as a load point: achieved rate, throughput, goodput, send lag
 //	telemetry.csv   the GPUs' clocks, temperature, power and throttle reasons, about ten
 //	                samples a second while a server ran; only where a GPU was sampled
+//	load_server.csv per load point, what the server's /metrics said between a scrape before
+//	                and one after it, written as each load point ends; load.csv carries its
+//	                columns too. Only where a load point's server was scraped
 //	datapackage.json the CSV files' columns and types (a Frictionless tabular data package)
 //	logs/           the servers' own logs
 //	discarded/      the rows of partial load points that a resume set aside (see Folder.Discard)
@@ -45,3 +48,7 @@ const (
 	LogsDir       = "logs"
 	lockFile      = ".lock"
 )
+
+// LoadServerFile holds the server's figures per load point; only folders of runs that scraped
+// a load point's server have it.
+const LoadServerFile = "load_server.csv"

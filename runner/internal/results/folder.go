@@ -50,6 +50,11 @@ type Folder struct {
 	red       *redact.Replacer // the run's secrets, hidden in error texts (see HideSecrets)
 	closed    bool
 	err       error // the first write error; the folder takes no more rows after it
+
+	// loadServer is load_server.csv, opened by the first AppendLoadServer; loadServerRows
+	// are its rows.
+	loadServer     *os.File
+	loadServerRows []LoadServerRow
 }
 
 // validName is what an experiment name must look like to become a directory name.
@@ -375,7 +380,8 @@ func serversCSV(servers []ServerInfo) []byte {
 	return encodeCSV(recs...)
 }
 
-// Close finishes the folder: it writes summary.csv and load.csv from every row the folder holds, records
+// Close finishes the folder: it writes summary.csv and load.csv from every row the folder holds
+// (load.csv joined with load_server.csv, where the folder has one), records
 // the end time and status in the manifest, and releases the folder. status is complete,
 // interrupted or failed.
 func (f *Folder) Close(status Status) error {
@@ -391,7 +397,7 @@ func (f *Folder) Close(status Status) error {
 	}
 	f.closed = true
 	var errs []error
-	for _, file := range []*os.File{f.requests, f.events, f.outputs, f.errs, f.telemetry} {
+	for _, file := range []*os.File{f.requests, f.events, f.outputs, f.errs, f.telemetry, f.loadServer} {
 		if file == nil {
 			continue
 		}
@@ -405,7 +411,9 @@ func (f *Folder) Close(status Status) error {
 	} else if err := writeAtomic(f.dir, SummaryFile, buf.Bytes()); err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeAtomic(f.dir, LoadFile, loadCSV(SummarizeLoad(f.man.Configs, f.rows))); err != nil {
+	load := SummarizeLoad(f.man.Configs, f.rows)
+	JoinLoadServer(load, f.loadServerRows)
+	if err := writeAtomic(f.dir, LoadFile, loadCSV(load, hasLoadServer(f.dir))); err != nil {
 		errs = append(errs, err)
 	}
 	// Written again so that a folder resumed from before folders carried the file has it too.
@@ -472,7 +480,7 @@ func (f *Folder) MarkInterrupted(wait time.Duration) error {
 }
 
 func (f *Folder) closeFiles() {
-	for _, file := range []**os.File{&f.requests, &f.events, &f.outputs, &f.errs, &f.telemetry} {
+	for _, file := range []**os.File{&f.requests, &f.events, &f.outputs, &f.errs, &f.telemetry, &f.loadServer} {
 		if *file != nil {
 			(*file).Close()
 			*file = nil

@@ -51,6 +51,8 @@ func TestHeadersGolden(t *testing.T) {
 		{SummaryFile, SummaryColumns()},
 		{LoadFile, LoadColumns()},
 		{TelemetryFile, TelemetryColumns()},
+		{LoadServerFile, LoadServerColumns()},
+		{LoadFile + " with " + LoadServerFile, LoadColumnsWithServer()},
 	} {
 		var names []string
 		for _, c := range f.cols {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,11 @@ type LoadRow struct {
 	Good        *int    // measured requests meeting every SLO bound; nil without an SLO
 	Goodput     float64 // Good / Window, requests/s; NaN without an SLO or without a window
 	SLOAttained float64 // Good / Measured (a failed request is never good); NaN without an SLO
+
+	// Server is what the server's /metrics said about the load point (load_server.csv, see
+	// JoinLoadServer); empty where it was not scraped. load.csv carries these columns only in
+	// a folder that has load_server.csv.
+	Server LoadServer
 }
 
 var loadTable = &table[LoadRow]{file: LoadFile, cols: []column[LoadRow]{
@@ -84,6 +90,12 @@ var loadTable = &table[LoadRow]{file: LoadFile, cols: []column[LoadRow]{
 	floatCol("slo_attained", 6, func(l *LoadRow) *float64 { return &l.SLOAttained }),
 }}
 
+// loadTableWithServer is load.csv with the server's figures of each load point at the end, as
+// a folder that has load_server.csv writes it. A load.csv without them reads as load points
+// without server figures.
+var loadTableWithServer = &table[LoadRow]{file: LoadFile, cols: slices.Concat(loadTable.cols,
+	addedLater(loadServerCols(func(l *LoadRow) *LoadServer { return &l.Server })...))}
+
 // formatSeconds writes a duration as seconds with six decimals, rounded to the microsecond, as
 // every float column has a fixed number of decimals.
 func formatSeconds(d time.Duration) string {
@@ -117,23 +129,37 @@ func parseSeconds(s string) (time.Duration, error) {
 	return time.Duration(math.Round(f * 1e9)), nil
 }
 
-// LoadColumns returns the columns of load.csv in file order.
+// LoadColumns returns the columns of load.csv in file order, as a folder without
+// load_server.csv has them.
 func LoadColumns() []Column { return loadTable.Columns() }
 
-// NewLoadEncoder returns an encoder of load.csv rows. NaN and nil values are empty cells.
+// LoadColumnsWithServer returns the columns of load.csv in file order, as a folder with
+// load_server.csv has them: LoadColumns, then the server's figures of each load point.
+func LoadColumnsWithServer() []Column { return loadTableWithServer.Columns() }
+
+// NewLoadEncoder returns an encoder of load.csv rows with every column, the server's figures
+// included. NaN and nil values are empty cells.
 func NewLoadEncoder(w io.Writer) *Encoder[LoadRow] {
-	return &Encoder[LoadRow]{w: w, t: loadTable}
+	return &Encoder[LoadRow]{w: w, t: loadTableWithServer}
 }
 
 // NewLoadScanner returns a scanner of load.csv rows read from r; name is the file name that
-// errors carry. An empty float cell reads as NaN.
+// errors carry. An empty float cell reads as NaN; a file without the server columns reads as
+// load points without server figures.
 func NewLoadScanner(r io.Reader, name string) *Scanner[LoadRow] {
-	return newCSVScanner(r, name, loadTable, nil)
+	return newCSVScanner(r, name, loadTableWithServer, nil)
 }
 
-// WriteLoad writes rows as load.csv: a header, then the rows.
+// WriteLoad writes rows as load.csv: a header, then the rows. The server columns are written
+// when a row has server figures.
 func WriteLoad(w io.Writer, rows []LoadRow) error {
-	return writeAll(w, loadTable, rows)
+	t := loadTable
+	for i := range rows {
+		if !rows[i].Server.empty() {
+			t = loadTableWithServer
+		}
+	}
+	return writeAll(w, t, rows)
 }
 
 // SummarizeLoad describes each config's measured requests as a load point: one row per config,
@@ -292,11 +318,16 @@ func msDuration(ms float64) *time.Duration {
 	return &d
 }
 
-// loadCSV renders rows as load.csv.
-func loadCSV(rows []LoadRow) []byte {
-	recs := [][]string{loadTable.header()}
+// loadCSV renders rows as load.csv, with the server columns when server is set (the folder has
+// load_server.csv), so that a folder without server figures keeps the file it always had.
+func loadCSV(rows []LoadRow, server bool) []byte {
+	t := loadTable
+	if server {
+		t = loadTableWithServer
+	}
+	recs := [][]string{t.header()}
 	for i := range rows {
-		recs = append(recs, loadTable.row(&rows[i]))
+		recs = append(recs, t.row(&rows[i]))
 	}
 	return encodeCSV(recs...)
 }

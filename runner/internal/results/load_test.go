@@ -94,7 +94,7 @@ func TestSummarizeLoad(t *testing.T) {
 				t.Fatalf("%d rows", len(rows))
 			}
 			if got := rows[0]; !sameLoadRow(got, tc.want) {
-				t.Errorf("got  %s\nwant %s", loadCSV([]LoadRow{got}), loadCSV([]LoadRow{tc.want}))
+				t.Errorf("got  %s\nwant %s", loadCSV([]LoadRow{got}, false), loadCSV([]LoadRow{tc.want}, false))
 			}
 		})
 	}
@@ -196,7 +196,7 @@ func TestFolderWritesLoad(t *testing.T) {
 	if len(stored) != 2 || stored[0].Completed == 0 {
 		t.Fatalf("stored rows %+v", stored)
 	}
-	if s, c := loadCSV(stored), loadCSV(computed); !bytes.Equal(s, c) {
+	if s, c := loadCSV(stored, true), loadCSV(computed, true); !bytes.Equal(s, c) {
 		t.Errorf("stored:\n%s\ncomputed:\n%s", s, c)
 	}
 }

@@ -189,14 +189,25 @@ func (r *Reader) StoredLoad() ([]LoadRow, error) {
 	return rows, err
 }
 
-// LoadSummary computes the load summary of the folder's requests, as Close writes it to
-// load.csv.
+// LoadSummary computes the load summary of the folder's requests joined with load_server.csv,
+// as Close writes it to load.csv.
 func (r *Reader) LoadSummary() ([]LoadRow, error) {
 	reqs, err := r.Requests()
 	if err != nil {
 		return nil, err
 	}
-	return SummarizeLoad(r.man.Configs, reqs), nil
+	return r.loadSummary(reqs)
+}
+
+// loadSummary is LoadSummary over requests already read.
+func (r *Reader) loadSummary(reqs []record.Request) ([]LoadRow, error) {
+	server, err := r.LoadServer()
+	if err != nil {
+		return nil, err
+	}
+	rows := SummarizeLoad(r.man.Configs, reqs)
+	JoinLoadServer(rows, server)
+	return rows, nil
 }
 
 // LoadRequests opens the result folder dir and returns all its requests with their events and
@@ -247,7 +258,9 @@ func Load(dir string) (*Loaded, error) {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 	} else if r.tolerant() {
-		load = SummarizeLoad(r.man.Configs, reqs)
+		if load, err = r.loadSummary(reqs); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
 	}
 	tel, err := r.Telemetry()
 	if err != nil {

@@ -111,6 +111,9 @@ func (f *Folder) repair() error {
 	}); err != nil {
 		return err
 	}
+	if err := f.repairLoadServer(); err != nil {
+		return err
+	}
 	return f.repairTelemetry()
 }
 

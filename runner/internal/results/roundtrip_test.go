@@ -298,7 +298,10 @@ func FuzzLoadRoundTrip(f *testing.F) {
 			r := LoadRow{ConfigIndex: g.int(), ConfigID: g.s(), ServerID: g.s(), Label: g.s(), LoadMode: record.LoadMode(g.s()),
 				Concurrency: g.int(), TargetRate: fl(), Measured: g.int(), Completed: g.int(), Failed: g.int(),
 				Window: time.Duration(g.i64()%(1<<52)) * time.Microsecond, AchievedRate: fl(), OutputTokensPerS: fl(),
-				SendLagP50: g.dur(), SendLagP99: g.dur(), InFlightMax: g.int(), Good: g.optInt(), Goodput: fl(), SLOAttained: fl()}
+				SendLagP50: g.dur(), SendLagP99: g.dur(), InFlightMax: g.int(), Good: g.optInt(), Goodput: fl(), SLOAttained: fl(),
+				Server: LoadServer{Requests: g.optInt(), TTFTMean: g.dur(), E2EMean: g.dur(), QueueMean: g.dur(), PrefillMean: g.dur(),
+					DecodeMean: g.dur(), PromptTokens: g.optInt(), GenerationTokens: g.optInt(), CacheQueries: g.optInt(),
+					CacheHits: g.optInt(), ClientOverheadMean: g.dur()}}
 			rows = append(rows, r)
 		}
 		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*LoadRow) error } { return NewLoadEncoder(w) },

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
@@ -36,14 +37,20 @@ func Schema(configs []ConfigRow) []FileSchema {
 }
 
 // Schema returns the CSV files of the folder and their columns; see the function Schema, with
-// telemetry.csv last where the folder has it. It is derived from the manifest's configs, so it
+// load_server.csv after load.csv and telemetry.csv last where the folder has them. It is derived from the manifest's configs, so it
 // holds for folders written before the folder carried its own SchemaFile.
 func (r *Reader) Schema() []FileSchema { return folderSchema(r.dir, r.man.Configs) }
 
 // folderSchema is Schema with telemetry.csv added where the folder dir has one: a data
-// package names only files that exist.
+// package names only files that exist. Where the folder has load_server.csv, it follows
+// load.csv, and load.csv has its columns too.
 func folderSchema(dir string, configs []experiment.Config) []FileSchema {
 	s := Schema(ConfigRows(configs))
+	if hasLoadServer(dir) {
+		i := slices.IndexFunc(s, func(f FileSchema) bool { return f.File == LoadFile })
+		s[i].Columns = LoadColumnsWithServer()
+		s = slices.Insert(s, i+1, FileSchema{LoadServerFile, LoadServerColumns()})
+	}
 	if hasTelemetry(dir) {
 		s = append(s, FileSchema{TelemetryFile, TelemetryColumns()})
 	}

@@ -45,6 +45,8 @@ var metrics = []Metric{
 	}},
 	{"text_events", "count", func(r *record.Request) (float64, bool) { return float64(r.TextEvents), true }},
 	{"send_lag_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.SendLag })},
+	{"server_ttft_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.ServerTTFT })},
+	{"client_overhead_ms", "ms", msOf(func(r *record.Request) *time.Duration { return r.ClientOverhead })},
 }
 
 // loadMetrics are the metrics that only requests sent under a load section have. A config
@@ -54,6 +56,16 @@ var loadMetrics = map[string]bool{"send_lag_ms": true}
 // LoadOnly reports whether only requests sent under a load section have the metric (send_lag_ms):
 // summaries and comparisons of configs without load leave it out.
 func (m Metric) LoadOnly() bool { return loadMetrics[m.Name] }
+
+// serverMetrics are the metrics that only requests the server's /metrics described have: sent
+// alone, to a server that serves them.
+var serverMetrics = map[string]bool{"server_ttft_ms": true, "client_overhead_ms": true}
+
+// PresentOnly reports whether the metric is described only where requests have it
+// (server_ttft_ms, client_overhead_ms: only requests the server's /metrics described have
+// them): summaries and comparisons leave it out of a config none of whose successful measured
+// requests has a value, so that folders without server timings read as they did before.
+func (m Metric) PresentOnly() bool { return serverMetrics[m.Name] }
 
 // Metrics returns the summarised metrics in order.
 func Metrics() []Metric { return append([]Metric(nil), metrics...) }
@@ -115,7 +127,8 @@ func WriteSummary(w io.Writer, rows []SummaryRow) error {
 // Summarize describes each config's measured requests, one row per config and metric, configs
 // in expansion order (then any config the list lacks, in order of first appearance) and metrics
 // in Metrics order; the load-only metrics (see Metric.LoadOnly) only for a config with a load
-// section or rows sent under one. It leaves out warm-up rows, the first request after a boot (phase first)
+// section or rows sent under one, and the present-only ones (see Metric.PresentOnly) only for a
+// config with a successful measured request that has them. It leaves out warm-up rows, the first request after a boot (phase first)
 // and failed rows, and counts the failed ones in NFailed. Warnings say what the numbers rest on:
 // too few samples, failures, estimated token counts, disagreeing token counts.
 func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow {
@@ -178,7 +191,7 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 		}
 		common = append(common, gpuWarnings(ok)...)
 		for _, m := range metrics {
-			if m.LoadOnly() && !g.loaded {
+			if m.LoadOnly() && !g.loaded || m.PresentOnly() && !anyValue(m, ok) {
 				continue
 			}
 			row := g.row
@@ -202,6 +215,16 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 		}
 	}
 	return out
+}
+
+// anyValue reports whether one of reqs has a value of m.
+func anyValue(m Metric, reqs []*record.Request) bool {
+	for _, r := range reqs {
+		if _, ok := m.value(r); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // metricWarnings says what a metric's values rest on, where that is worth knowing.

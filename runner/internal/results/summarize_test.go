@@ -3,6 +3,7 @@ package results
 import (
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,7 +111,7 @@ func TestSummarizeSelectsAndWarns(t *testing.T) {
 func plainMetrics() []Metric {
 	var out []Metric
 	for _, m := range Metrics() {
-		if !m.LoadOnly() {
+		if !m.LoadOnly() && !m.PresentOnly() {
 			out = append(out, m)
 		}
 	}
@@ -195,5 +196,71 @@ func TestGPUWarnings(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSummarizeServerTimings checks that server_ttft_ms and client_overhead_ms are summarised,
+// after every other metric, for a config whose successful measured requests have them: over
+// those requests, a missing value counted and named. A config whose measured requests have
+// none (a server without /metrics, or a load point, whose cells stay empty) gets no rows for
+// them, even when its first request, sent alone, has them.
+func TestSummarizeServerTimings(t *testing.T) {
+	ms := func(x float64) *time.Duration { return record.Dur(time.Duration(math.Round(x * 1e6))) }
+	timed := func(id string, phase record.Phase, ttft, server float64) record.Request {
+		r := loadReq(id, 0, 100, ttft, 5)
+		r.Phase, r.ServerTTFT, r.ClientOverhead = phase, ms(server), ms(ttft-server)
+		return r
+	}
+	reqs := []record.Request{
+		timed("loaded", record.PhaseFirst, 12, 11),
+		timed("alone", record.PhaseWarmup, 90, 80),
+		timed("alone", record.PhaseMeasure, 12, 11.5),
+		timed("alone", record.PhaseMeasure, 14, 13),
+		timed("alone", record.PhaseMeasure, 10, 9.75),
+		loadReq("alone", 0, 100, 11, 5), // its scrape failed
+	}
+	failed := timed("alone", record.PhaseMeasure, 10, 9)
+	failed.Status = record.StatusFailed
+	reqs = append(reqs, failed)
+	for range 3 {
+		r := loadReq("loaded", 0, 100, 20, 5)
+		r.LoadMode, r.SendLag = record.LoadClosed, ms(0.1)
+		reqs = append(reqs, r)
+	}
+	configs := []experiment.Config{{ID: "alone", Index: 0}, {ID: "loaded", Index: 1, Load: &experiment.LoadSpec{Concurrency: 3}}}
+	rows := Summarize(configs, reqs)
+	tests := []struct {
+		config, metric string
+		n, missing     int
+		median         float64
+		warn           string
+	}{
+		{"alone", "server_ttft_ms", 3, 1, 11.5, "1 successful requests have no server_ttft_ms"},
+		{"alone", "client_overhead_ms", 3, 1, 0.5, "1 successful requests have no client_overhead_ms"},
+	}
+	for _, tt := range tests {
+		i := slices.IndexFunc(rows, func(r SummaryRow) bool { return r.ConfigID == tt.config && r.Metric == tt.metric })
+		if i < 0 {
+			t.Errorf("no %s row for %s", tt.metric, tt.config)
+			continue
+		}
+		r := rows[i]
+		if r.N != tt.n || r.NMissing != tt.missing || r.NFailed != 1 || r.Median != tt.median || !slices.Contains(r.Warnings, tt.warn) {
+			t.Errorf("%s %s: n %d missing %d failed %d median %v warnings %q", tt.config, tt.metric, r.N, r.NMissing, r.NFailed, r.Median, r.Warnings)
+		}
+	}
+	var alone, loaded []string
+	for _, r := range rows {
+		if r.ConfigID == "alone" {
+			alone = append(alone, r.Metric)
+		} else {
+			loaded = append(loaded, r.Metric)
+		}
+	}
+	if n := len(alone); n < 2 || alone[n-2] != "server_ttft_ms" || alone[n-1] != "client_overhead_ms" {
+		t.Errorf("metrics of the config sent alone: %v", alone)
+	}
+	if slices.Contains(loaded, "server_ttft_ms") || slices.Contains(loaded, "client_overhead_ms") {
+		t.Errorf("the load point, whose measured requests have no server timings, has rows %v", loaded)
 	}
 }

@@ -69,6 +69,44 @@ func cells(r results.SummaryRow) []string {
 
 var loadHeader = []string{"config", "mode", "concurrency", "target rps", "achieved rps", "output tok/s", "goodput rps", "slo met", "send lag p99 ms"}
 
+// loadServerHeader names the columns the load table gains when a load point has the server's
+// figures: its mean TTFT and the client overhead over the load point's requests.
+var loadServerHeader = []string{"server ttft ms", "overhead ms"}
+
+// hasLoadServer reports whether a load point has the server's mean TTFT.
+func hasLoadServer(rows []results.LoadRow) bool {
+	for _, r := range rows {
+		if r.Server.TTFTMean != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// loadHeaderOf returns the load table's header for rows.
+func loadHeaderOf(rows []results.LoadRow) []string {
+	h := append([]string(nil), loadHeader...)
+	if hasLoadServer(rows) {
+		h = append(h, loadServerHeader...)
+	}
+	return h
+}
+
+// loadCellsOf renders one load point with the server's columns when server is set.
+func loadCellsOf(l results.LoadRow, server bool) []string {
+	c := loadCells(l)
+	if server {
+		ms := func(d *time.Duration) string {
+			if d == nil {
+				return "-"
+			}
+			return num(float64(*d) / 1e6)
+		}
+		c = append(c, ms(l.Server.TTFTMean), ms(l.Server.ClientOverheadMean))
+	}
+	return c
+}
+
 // loadCells renders one load point for the text and markdown tables; "-" where there is no value.
 func loadCells(l results.LoadRow) []string {
 	mode, conc := string(l.LoadMode), "-"
@@ -101,9 +139,10 @@ func writeLoadTable(w io.Writer, rows []results.LoadRow) {
 		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
-	line(append([]string(nil), loadHeader...))
+	line(loadHeaderOf(rows))
+	server := hasLoadServer(rows)
 	for _, r := range rows {
-		line(loadCells(r))
+		line(loadCellsOf(r, server))
 	}
 	tw.Flush()
 }
@@ -219,14 +258,15 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 		}
 	}
 	if len(s.Load) > 0 {
-		fmt.Fprintf(w, "\nLoad (rates over each config's measured window):\n\n| %s |\n", strings.Join(loadHeader, " | "))
+		h, server := loadHeaderOf(s.Load), hasLoadServer(s.Load)
+		fmt.Fprintf(w, "\nLoad (rates over each config's measured window):\n\n| %s |\n", strings.Join(h, " | "))
 		fmt.Fprint(w, "| --- | --- |")
-		for range loadHeader[2:] {
+		for range h[2:] {
 			fmt.Fprint(w, " ---: |")
 		}
 		fmt.Fprintln(w)
 		for _, l := range s.Load {
-			c := loadCells(l)
+			c := loadCellsOf(l, server)
 			for i := range c {
 				c[i] = esc.Replace(c[i])
 			}
@@ -305,6 +345,18 @@ type jsonLoad struct {
 	Good             *int     `json:"good"`
 	Goodput          *float64 `json:"goodput_rps"`
 	SLOAttained      *float64 `json:"slo_attained"`
+	// The server's figures of the load point (load_server.csv); left out where it has none.
+	ServerRequests         *int     `json:"server_requests,omitempty"`
+	ServerTTFTMean         *float64 `json:"server_ttft_mean_ms,omitempty"`
+	ServerE2EMean          *float64 `json:"server_e2e_mean_ms,omitempty"`
+	ServerQueueMean        *float64 `json:"server_queue_mean_ms,omitempty"`
+	ServerPrefillMean      *float64 `json:"server_prefill_mean_ms,omitempty"`
+	ServerDecodeMean       *float64 `json:"server_decode_mean_ms,omitempty"`
+	ServerPromptTokens     *int     `json:"server_prompt_tokens,omitempty"`
+	ServerGenerationTokens *int     `json:"server_generation_tokens,omitempty"`
+	PrefixCacheQueries     *int     `json:"prefix_cache_queries,omitempty"`
+	PrefixCacheHits        *int     `json:"prefix_cache_hits,omitempty"`
+	ClientOverheadMean     *float64 `json:"client_overhead_mean_ms,omitempty"`
 }
 
 func toJSONLoad(l results.LoadRow) jsonLoad {
@@ -329,6 +381,11 @@ func toJSONLoad(l results.LoadRow) jsonLoad {
 	if l.Window > 0 {
 		j.Window = null(l.Window.Seconds())
 	}
+	s := l.Server
+	j.ServerRequests, j.ServerTTFTMean, j.ServerE2EMean, j.ServerQueueMean = s.Requests, ms(s.TTFTMean), ms(s.E2EMean), ms(s.QueueMean)
+	j.ServerPrefillMean, j.ServerDecodeMean, j.ServerPromptTokens = ms(s.PrefillMean), ms(s.DecodeMean), s.PromptTokens
+	j.ServerGenerationTokens, j.PrefixCacheQueries, j.PrefixCacheHits = s.GenerationTokens, s.CacheQueries, s.CacheHits
+	j.ClientOverheadMean = ms(s.ClientOverheadMean)
 	return j
 }
 

@@ -144,12 +144,24 @@ func TestLoadTable(t *testing.T) {
 		{ConfigID: "b", Label: "config b", TargetRate: nan, Measured: 3, Failed: 3, AchievedRate: nan, OutputTokensPerS: nan,
 			Goodput: nan, SLOAttained: nan},
 	}
+	// The same load points, the first with the server's figures (load_server.csv).
+	withServer := testReport()
+	withServer.Load = append([]results.LoadRow(nil), withLoad.Load...)
+	ttft, overhead := 12500*time.Microsecond, 750*time.Microsecond
+	withServer.Load[0].Server = results.LoadServer{Requests: record.Int(5), TTFTMean: &ttft, ClientOverheadMean: &overhead}
 	tests := []struct {
 		format string
 		rep    *Report
 		want   []string
 		not    []string
 	}{
+		{"text", withServer, []string{"send lag p99 ms  server ttft ms  overhead ms",
+			"66.7%            1.500          12.500        0.750", "config b  -"}, nil},
+		{"markdown", withServer, []string{"| send lag p99 ms | server ttft ms | overhead ms |",
+			"| config a | open | 16 | 10.000 | 1.500 | 96.000 | 1.000 | 66.7% | 1.500 | 12.500 | 0.750 |", " | - | - | - |"}, nil},
+		{"json", withServer, []string{`"server_requests": 5,`, `"server_ttft_mean_ms": 12.5,`, `"client_overhead_mean_ms": 0.75`}, []string{`"server_e2e_mean_ms"`}},
+		{"text", withLoad, nil, []string{"server ttft ms", "overhead ms"}},
+		{"json", withLoad, nil, []string{`"server_requests"`, `"client_overhead_mean_ms"`}},
 		{"text", withLoad, []string{"\nload (rates over each config's measured window):\n", "config    mode  concurrency",
 			"config a  open           16      10.000         1.500        96.000        1.000    66.7%            1.500", "config b  -               -"}, nil},
 		{"markdown", withLoad, []string{"| config | mode | concurrency | target rps |",
