@@ -181,7 +181,16 @@ func RunLoad(ctx context.Context, c *Client, l Load, n int, prepare func(ctx con
 	}
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	lr := &loadRun{c: c, l: l, n: n, prepare: prepare, ctx: stopCtx, out: make(chan LoadResult, 64), start: c.now()}
+	// The results wait for done in a buffer with room for every request that can be in flight
+	// (up to 1,024), so that a slot whose request has ended never waits for done to record an
+	// earlier one before it sends its next request.
+	room := min(n, 1024)
+	if !l.Open() {
+		room = min(room, max(l.Concurrency, 64))
+	} else if l.MaxConcurrency > 0 {
+		room = min(room, max(l.MaxConcurrency, 64))
+	}
+	lr := &loadRun{c: c, l: l, n: n, prepare: prepare, ctx: stopCtx, out: make(chan LoadResult, room), start: c.now()}
 	if l.Open() {
 		lr.mode, lr.capWait = record.LoadOpen, l.MaxConcurrency > 0
 		lr.wg.Add(1)
