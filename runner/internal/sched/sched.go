@@ -64,7 +64,7 @@ func shardScript(runner, file, root, experiment string) string {
 	r, f := shellQuote(runner), shellQuote(file)
 	return `set -eu
 root=` + root + `
-# A retried attempt finishes the folder its earlier attempt left, so each shard keeps one folder.
+# A retried or requeued attempt finishes the folder an earlier attempt left: one folder a shard.
 prev=
 for d in "$root"/` + shellQuote(experiment) + `/*/; do
   if [ -d "$d" ]; then prev=$d; fi
