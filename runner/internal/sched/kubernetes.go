@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -86,7 +88,7 @@ func (k Kubernetes) Check() error {
 		}
 	}
 	list = append(list, checkShards(k.Shards))
-	if k.Parallelism < 1 || (k.Shards >= 1 && k.Parallelism > k.Shards) {
+	if k.Shards >= 1 && (k.Parallelism < 1 || k.Parallelism > k.Shards) {
 		list = append(list, fmt.Errorf("--parallelism must be between 1 and --shards (%d), got %d", k.Shards, k.Parallelism))
 	}
 	if k.Image == "" {
@@ -95,7 +97,8 @@ func (k Kubernetes) Check() error {
 		list = append(list, checkWord("--image", k.Image))
 	}
 	add("--gpu-resource "+k.GPUResource, validation.IsQualifiedName(k.GPUResource))
-	for key, v := range k.NodeSelector {
+	for _, key := range slices.Sorted(maps.Keys(k.NodeSelector)) {
+		v := k.NodeSelector[key]
 		add("--node-selector "+key+"="+v, validation.IsQualifiedName(key))
 		add("--node-selector "+key+"="+v, validation.IsValidLabelValue(v))
 	}
