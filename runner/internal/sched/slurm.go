@@ -81,12 +81,12 @@ func (s Slurm) Write(w io.Writer) error {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `#!/bin/bash
-# Runs %s as %s on a Slurm job array, one task and %s each,
-# then merges the shard folders into one result folder once every task has succeeded.
-# Printed, never submitted: review it, then run it with bash on a login node, from the
-# folder the paths below are relative to (sbatch runs the jobs there). The folder %s must be on
-# a filesystem every node mounts. Shard INDEX writes under %s/shard-INDEX;
-# to run again, choose another --name (or empty %s).
+# Runs %s as %s on a Slurm job array, one task
+# and %s each, then merges the shard folders into one result folder once every task
+# has succeeded. Printed, never submitted: review it, then run it with bash on a login
+# node, from the folder the paths below are relative to (sbatch runs the jobs there).
+# Every node must mount %s. Shard INDEX writes under
+# %s/shard-INDEX; to run again, choose another --name (or empty %s).
 `, s.Experiment.Path, plural(s.Shards, "shard"), s.Gres, s.Results, root, root)
 	if len(s.Command) > 0 {
 		fmt.Fprintf(&b, "# Written by: %s\n", commandLine(s.Command))
