@@ -15,12 +15,12 @@ import (
 )
 
 const exportDescription = `
-runner export parquet writes each CSV file of a result folder as a Parquet file with explicit column types, the types
-of the tables that write the CSV files (the folder's datapackage.json lists them): integers as
-INT64, decimals as DOUBLE, booleans as BOOLEAN, timestamps as TIMESTAMP(NANOS, UTC), text as
-STRING holding the cell's text as in the CSV. A column that can be empty is optional and an
-empty cell is null, so a column that is empty in every row (tokens_from_ids on an engine that
-never reports token ids) is still an integer column.
+runner export parquet writes each CSV file of a result folder as a Parquet file with explicit
+column types, the types of the tables that write the CSV files (the folder's datapackage.json
+lists them): integers as INT64, decimals as DOUBLE, booleans as BOOLEAN, timestamps as
+TIMESTAMP(NANOS, UTC), text as STRING holding the cell's text as in the CSV. A column that can
+be empty is optional and an empty cell is null, so a column that is empty in every row
+(tokens_from_ids on an engine that never reports token ids) is still an integer column.
 
 The files go to RESULT_DIR/parquet/ unless -o names another folder: requests.csv becomes
 requests.parquet, and so on. The CSV files are never changed; an earlier export's files of the
