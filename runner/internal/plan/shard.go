@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
@@ -110,4 +112,121 @@ func (p *Plan) shardOf(id string) int {
 		}
 	}
 	return -1
+}
+
+// The environment variables that `runner FILE --shard auto` reads.
+const (
+	// EnvJobIndex is the index of a pod of a Kubernetes Indexed Job, set by Kubernetes.
+	EnvJobIndex = "JOB_COMPLETION_INDEX"
+	// EnvShards is the shard count; an Indexed Job exposes none, so the exported Job sets it.
+	EnvShards = "RUNNER_SHARDS"
+	// EnvSlurmIndex is the task id of a Slurm job array, set by Slurm.
+	EnvSlurmIndex = "SLURM_ARRAY_TASK_ID"
+	// EnvSlurmMin is the array's lowest task id (an array may start at 1), set by Slurm.
+	EnvSlurmMin = "SLURM_ARRAY_TASK_MIN"
+	// EnvSlurmCount is the number of tasks of the array, set by Slurm.
+	EnvSlurmCount = "SLURM_ARRAY_TASK_COUNT"
+)
+
+// Which names the shard a machine runs.
+type Which struct {
+	Index int
+	Count int
+	// Source is where the index came from: "flag", EnvJobIndex or EnvSlurmIndex.
+	Source string
+}
+
+// ParseShard reads the value of --shard: "I/N" (0 ≤ I < N), "auto/N", or "auto". With auto the
+// index comes from the environment, read through getenv: JOB_COMPLETION_INDEX (a Kubernetes
+// Indexed Job) or else SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN when that is set (a Slurm
+// job array). Plain auto takes the count from RUNNER_SHARDS or else SLURM_ARRAY_TASK_COUNT;
+// with auto/N, a count in the environment must agree with N. The error says what is wrong.
+func ParseShard(spec string, getenv func(string) string) (Which, error) {
+	idx, count, ok := strings.Cut(spec, "/")
+	if spec == "auto" {
+		idx, count, ok = "auto", "", true
+	}
+	if !ok || idx == "" || count == "" && spec != "auto" {
+		return Which{}, fmt.Errorf("--shard %q: want I/N (shard I of N, from 0), auto/N or auto", spec)
+	}
+	var w Which
+	if count != "" {
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 1 {
+			return Which{}, fmt.Errorf("--shard %q: the shard count %q is not a whole number of at least 1", spec, count)
+		}
+		w.Count = n
+	}
+	if idx != "auto" {
+		i, err := strconv.Atoi(idx)
+		if err != nil {
+			return Which{}, fmt.Errorf("--shard %q: the shard index %q is not a whole number (or auto)", spec, idx)
+		}
+		if i < 0 || i >= w.Count {
+			return Which{}, fmt.Errorf("--shard %q: shard index %d is out of range: the shards of %d are numbered 0 to %d", spec, i, w.Count, w.Count-1)
+		}
+		w.Index, w.Source = i, "flag"
+		return w, nil
+	}
+
+	env := func(name string) (int, bool, error) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return 0, false, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, true, fmt.Errorf("--shard %s: %s=%q is not a whole number", spec, name, v)
+		}
+		return n, true, nil
+	}
+	// The count first: the index is checked against it.
+	for _, name := range []string{EnvShards, EnvSlurmCount} {
+		n, set, err := env(name)
+		if err != nil {
+			return Which{}, err
+		}
+		if !set {
+			continue
+		}
+		if n < 1 {
+			return Which{}, fmt.Errorf("--shard %s: %s=%d: the shard count must be at least 1", spec, name, n)
+		}
+		if w.Count != 0 && n != w.Count {
+			return Which{}, fmt.Errorf("--shard %s: %s=%d says %d shards, the flag %d", spec, name, n, n, w.Count)
+		}
+		w.Count = n
+	}
+	if w.Count == 0 {
+		return Which{}, fmt.Errorf("--shard auto: no shard count: set %s (for a Kubernetes Indexed Job), run in a Slurm job array (%s), or give it as --shard auto/N", EnvShards, EnvSlurmCount)
+	}
+
+	i, set, err := env(EnvJobIndex)
+	w.Source = EnvJobIndex
+	if err == nil && !set {
+		i, set, err = env(EnvSlurmIndex)
+		w.Source = EnvSlurmIndex
+		if err == nil && set {
+			lo, _, merr := env(EnvSlurmMin)
+			i, err = i-lo, merr
+		}
+	}
+	if err != nil {
+		return Which{}, err
+	}
+	if !set {
+		return Which{}, fmt.Errorf("--shard %s: no shard index in the environment: neither %s (a Kubernetes Indexed Job) nor %s (a Slurm job array) is set; give the index as --shard I/%d", spec, EnvJobIndex, EnvSlurmIndex, w.Count)
+	}
+	if i < 0 || i >= w.Count {
+		from := EnvJobIndex + "=" + getenv(EnvJobIndex)
+		if w.Source == EnvSlurmIndex {
+			from = EnvSlurmIndex + "=" + getenv(EnvSlurmIndex)
+			if m := getenv(EnvSlurmMin); m != "" {
+				from += " minus " + EnvSlurmMin + "=" + m
+			}
+		}
+		return Which{}, fmt.Errorf("--shard %s: shard index %d (%s) is out of range: the shards of %d are numbered 0 to %d", spec, i, from, w.Count, w.Count-1)
+	}
+	w.Index = i
+	return w, nil
 }

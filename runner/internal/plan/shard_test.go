@@ -366,3 +366,71 @@ matrix:
 warmup: 1
 repetitions: 2
 `
+
+func TestParseShard(t *testing.T) {
+	tests := []struct {
+		spec string
+		env  map[string]string
+		want Which
+		err  string // a part of the error, "" for none
+	}{
+		{spec: "0/1", want: Which{0, 1, "flag"}},
+		{spec: "2/3", want: Which{2, 3, "flag"}},
+		{spec: "2/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, want: Which{2, 3, "flag"}},
+		{spec: "3/3", err: `--shard "3/3": shard index 3 is out of range: the shards of 3 are numbered 0 to 2`},
+		{spec: "-1/3", err: "shard index -1 is out of range"},
+		{spec: "0/0", err: `--shard "0/0": the shard count "0" is not a whole number of at least 1`},
+		{spec: "x", err: `--shard "x": want I/N (shard I of N, from 0), auto/N or auto`},
+		{spec: "", err: "want I/N"},
+		{spec: "1/", err: "want I/N"},
+		{spec: "/3", err: "want I/N"},
+		{spec: "a/3", err: `the shard index "a" is not a whole number`},
+		{spec: "1/b", err: `the shard count "b" is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "1"}, want: Which{1, 3, "JOB_COMPLETION_INDEX"}},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "2"}, want: Which{2, 3, "SLURM_ARRAY_TASK_ID"}},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1"}, want: Which{2, 3, "SLURM_ARRAY_TASK_ID"}},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "SLURM_ARRAY_TASK_ID": "2"}, want: Which{0, 3, "JOB_COMPLETION_INDEX"}},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "3", "RUNNER_SHARDS": "4"}, want: Which{3, 4, "JOB_COMPLETION_INDEX"}},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "2"}, want: Which{1, 2, "SLURM_ARRAY_TASK_ID"}},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": " 1 ", "SLURM_ARRAY_TASK_COUNT": "2"}, want: Which{1, 2, "SLURM_ARRAY_TASK_ID"}},
+		{spec: "auto/3", err: "--shard auto/3: no shard index in the environment: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_ARRAY_TASK_ID (a Slurm job array) is set; give the index as --shard I/3"},
+		{spec: "auto", env: map[string]string{"RUNNER_SHARDS": "3"}, err: "no shard index in the environment"},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, err: "--shard auto: no shard count: set RUNNER_SHARDS"},
+		{spec: "auto", err: "no shard count"},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "3"}, err: "--shard auto/3: shard index 3 (JOB_COMPLETION_INDEX=3) is out of range: the shards of 3 are numbered 0 to 2"},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "1"}, err: "shard index -1 (SLURM_ARRAY_TASK_ID=0 minus SLURM_ARRAY_TASK_MIN=1) is out of range"},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "one"}, err: `JOB_COMPLETION_INDEX="one" is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "x"}, err: `SLURM_ARRAY_TASK_MIN="x" is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "4"}, err: "RUNNER_SHARDS=4 says 4 shards, the flag 3"},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "2"}, err: "SLURM_ARRAY_TASK_COUNT=2 says 2 shards, the flag 3"},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "0"}, err: "RUNNER_SHARDS=0: the shard count must be at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec+fmt.Sprint(tt.env), func(t *testing.T) {
+			got, err := ParseShard(tt.spec, func(k string) string { return tt.env[k] })
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("ParseShard(%q) = %+v, %v; want an error with %q", tt.spec, got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("ParseShard(%q) = %+v, %v; want %+v", tt.spec, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzParseShard checks that any --shard value either fails or names a shard in range.
+func FuzzParseShard(f *testing.F) {
+	for _, s := range []string{"0/1", "2/3", "auto", "auto/4", "x", "3/3", "-0/1", "+1/2"} {
+		f.Add(s, "1", "")
+	}
+	f.Fuzz(func(t *testing.T, spec, index, count string) {
+		env := map[string]string{"JOB_COMPLETION_INDEX": index, "RUNNER_SHARDS": count}
+		w, err := ParseShard(spec, func(k string) string { return env[k] })
+		if err == nil && (w.Index < 0 || w.Index >= w.Count || w.Source == "") {
+			t.Errorf("ParseShard(%q) = %+v: not a shard", spec, w)
+		}
+	})
+}
