@@ -27,6 +27,9 @@ type RunInfo struct {
 	Start         time.Time // the run's start; the zero time means now
 	Machine       *Machine  // nil: DetectMachine
 	Schedule      string    // the shuffled order's algorithm, recorded in the manifest
+	// Shard is the part of the plan the folder holds, for one shard of a sharded run; it is
+	// recorded in the manifest and names the folder. Nil for a run of the whole plan.
+	Shard *Shard
 }
 
 // Folder is a result folder open for writing. Its methods are safe for concurrent use.
@@ -58,9 +61,9 @@ var validName = regexp.MustCompile(`^[a-z0-9._-]+$`)
 // dirTimeLayout is the UTC timestamp at the start of a folder's name.
 const dirTimeLayout = "20060102T150405Z"
 
-// Create makes a new result folder root/<experiment name>/<UTC time>-<6 hex digits>/ and
-// returns it open for writing, with its manifest saying running. It never reuses an existing
-// folder. The manifest records the experiment file (a copy and its SHA-256), the configs, the
+// Create makes a new result folder root/<experiment name>/<UTC time>-<6 hex digits>/ (with
+// -shard-I-of-N after it for shard I of N) and returns it open for writing, with its manifest
+// saying running. It never reuses an existing folder. The manifest records the experiment file (a copy and its SHA-256), the configs, the
 // runner and the machine.
 func Create(root string, exp *experiment.Experiment, configs []experiment.Config, run RunInfo) (*Folder, error) {
 	if exp == nil {
@@ -88,13 +91,21 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("results: create folder: %w", err)
 	}
-	var dir string
+	var dir, suffix string
+	var shard *Shard
+	if run.Shard != nil {
+		// The shards of one run start at about the same second: the name tells them apart.
+		suffix = fmt.Sprintf("-shard-%d-of-%d", run.Shard.Index, run.Shard.Count)
+		copied := *run.Shard
+		copied.Configs = append([]string{}, run.Shard.Configs...)
+		shard = &copied
+	}
 	for attempt := 0; ; attempt++ {
 		var b [3]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return nil, fmt.Errorf("results: create folder: %w", err)
 		}
-		dir = filepath.Join(parent, start.Format(dirTimeLayout)+"-"+hex.EncodeToString(b[:]))
+		dir = filepath.Join(parent, start.Format(dirTimeLayout)+"-"+hex.EncodeToString(b[:])+suffix)
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
 			break
@@ -125,6 +136,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 			Machine: *machine,
 			Process: Process{PID: os.Getpid(), Host: host},
 			Start:   start,
+			Shard:   shard,
 		},
 		done: newDone(),
 		logs: map[string]string{},
