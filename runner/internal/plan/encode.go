@@ -140,6 +140,7 @@ func (e *CSVEncoder) Encode(p *Plan) error {
 		head = append(head, shortAxis(a))
 	}
 	head = append(head, "warmup", "repetitions", "requests")
+	shardOf := p.shardOf()
 	if p.Shards != nil {
 		head = append(head, "shard", "shard_requests")
 	}
@@ -152,7 +153,7 @@ func (e *CSVEncoder) Encode(p *Plan) error {
 		row = append(row, strconv.Itoa(c.Warmup), strconv.Itoa(c.Repetitions), strconv.Itoa(c.Requests))
 		if p.Shards != nil {
 			shard, requests := "", ""
-			if i := p.shardOf(c.ID); i >= 0 {
+			if i, ok := shardOf[c.ID]; ok {
 				shard, requests = strconv.Itoa(i), strconv.Itoa(p.Shards[i].Requests)
 			}
 			row = append(row, shard, requests)

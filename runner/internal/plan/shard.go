@@ -104,14 +104,15 @@ func (p *Plan) Split(cfgs []experiment.Config, n int) {
 	}
 }
 
-// shardOf returns the index of the shard that runs the config id, or -1.
-func (p *Plan) shardOf(id string) int {
+// shardOf maps the id of each config of a split plan to the index of its shard.
+func (p *Plan) shardOf() map[string]int {
+	m := map[string]int{}
 	for _, s := range p.Shards {
-		if slices.Contains(s.Configs, id) {
-			return s.Index
+		for _, id := range s.Configs {
+			m[id] = s.Index
 		}
 	}
-	return -1
+	return m
 }
 
 // The environment variables that `runner FILE --shard auto` reads.

@@ -335,7 +335,7 @@ func TestSplitEncodings(t *testing.T) {
 	}
 	for _, row := range rows[1:] {
 		id, shard := row[1], row[len(row)-2]
-		if want := fmt.Sprint(p.shardOf(id)); shard != want {
+		if want := fmt.Sprint(p.shardOf()[id]); shard != want {
 			t.Errorf("config %s: shard %s, want %s", id, shard, want)
 		}
 	}
@@ -433,4 +433,21 @@ func FuzzParseShard(f *testing.F) {
 			t.Errorf("ParseShard(%q) = %+v: not a shard", spec, w)
 		}
 	})
+}
+
+// BenchmarkShards splits a plan of 10,000 configs on 1,000 server configs over 64 shards.
+func BenchmarkShards(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	sizes := make([][]int, 1000)
+	for s := range sizes {
+		sizes[s] = make([]int, 10)
+		for k := range sizes[s] {
+			sizes[s][k] = r.IntN(50)
+		}
+	}
+	cfgs := shape(sizes, r.Perm(10000))
+	b.ResetTimer()
+	for range b.N {
+		Shards(cfgs, 64)
+	}
 }
