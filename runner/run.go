@@ -131,13 +131,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
 	}
 
+	// What resumes the folder: a shard's folder resumes only as the same shard.
+	resumeArgs := file + " --resume " + folder.Dir()
+	if shard != nil {
+		resumeArgs += fmt.Sprintf(" --shard %d/%d", shard.Index, shard.Count)
+	}
+
 	// A second Ctrl-C exits at once; the folder on disk must still say interrupted, not running.
 	unhook := hardExit.add(func() {
 		if err := folder.MarkInterrupted(2 * time.Second); err != nil {
 			warnf(stderr, "%v", err)
 			return
 		}
-		warnf(stderr, "%s is marked interrupted; resume with: runner %s --resume %s", folder.Dir(), file, folder.Dir())
+		warnf(stderr, "%s is marked interrupted; resume with: runner %s", folder.Dir(), resumeArgs)
 	})
 	defer unhook()
 
@@ -163,15 +169,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := folder.Close(status); err != nil {
 		// The rows are on disk; only the summary or the manifest's last word is missing, and a
 		// folder whose writer is gone reads as interrupted, so a resume finishes it.
-		return errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s --resume %s",
-			folder.Dir(), err, file, folder.Dir()))
+		return errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s",
+			folder.Dir(), err, resumeArgs))
 	}
 
 	if status == results.StatusInterrupted {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s --resume %s", out.Sent, file, folder.Dir())}
+		return &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s", out.Sent, resumeArgs)}
 	}
 	if runErr != nil {
-		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s --resume %s)", runErr, folder.Dir(), file, folder.Dir())
+		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s)", runErr, folder.Dir(), resumeArgs)
 	}
 
 	rep, err := summary.Load(folder.Dir())
