@@ -228,7 +228,7 @@ func decodeManifest(b []byte, path string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	switch m.Status {
-	case StatusRunning, StatusComplete, StatusInterrupted, StatusFailed:
+	case StatusRunning, StatusComplete, StatusInterrupted, StatusFailed, StatusIncomplete:
 	default:
 		return nil, fmt.Errorf("%s: unknown status %q", path, m.Status)
 	}
