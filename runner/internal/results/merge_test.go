@@ -726,3 +726,11 @@ func writeFileT(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// fleetRuns writes the run of the fleet's whole plan on one machine and the three shards of
+// it, for the tests outside the package.
+func fleetRuns(t *testing.T) (single string, shards []string) {
+	t.Helper()
+	f := newFleet(t)
+	return f.single(t), []string{f.shard(t, 0, ""), f.shard(t, 1, ""), f.shard(t, 2, "")}
+}
