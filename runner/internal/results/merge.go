@@ -41,9 +41,10 @@ type MergeReport struct {
 	Notes []string
 }
 
-// ErrNotEmpty is the error, wrapped, of a merge whose output folder already exists and is not
-// empty: a merge writes a new folder and never overwrites one.
-var ErrNotEmpty = errors.New("exists and is not empty")
+// ErrBadOut is the error, wrapped, of a merge whose output folder cannot be used: it exists
+// and is not empty (a merge writes a new folder and never overwrites one), or it lies inside a
+// shard folder (a merge never changes one).
+var ErrBadOut = errors.New("cannot hold the merged folder")
 
 // MergeError reports why a set of shard folders cannot be merged: one problem per folder or
 // missing shard, each naming the folder or the shard and what is wrong with it.
@@ -91,8 +92,8 @@ func (s *mergeShard) name() string {
 // given twice, and a shard still running. A shard index that no folder holds, or a shard that
 // is not complete, is refused the same way with its configs listed, unless opt.Partial is set:
 // then the complete shards are merged, into a folder whose status is incomplete, and the
-// configs of the others are listed as missing. An out that exists and is not empty is refused
-// with an error wrapping ErrNotEmpty. The folder is written beside out under a temporary name
+// configs of the others are listed as missing. An out that exists and is not empty, or that
+// lies inside a shard folder, is refused with an error wrapping ErrBadOut. The folder is written beside out under a temporary name
 // and renamed into place, so a merge that fails leaves nothing at out.
 func Merge(out string, dirs []string, opt MergeOptions) (*MergeReport, error) {
 	if len(dirs) == 0 {
@@ -130,14 +131,14 @@ func checkMergeOut(out string, dirs []string) error {
 	st, err := os.Stat(out)
 	switch {
 	case err == nil && !st.IsDir():
-		return fmt.Errorf("results: merge: %s %w: it is a file", out, ErrNotEmpty)
+		return fmt.Errorf("results: merge: %s %w: it is a file", out, ErrBadOut)
 	case err == nil:
 		entries, err := os.ReadDir(out)
 		if err != nil {
 			return fmt.Errorf("results: merge: %w", err)
 		}
 		if len(entries) > 0 {
-			return fmt.Errorf("results: merge: %s %w: a merge writes a new folder", out, ErrNotEmpty)
+			return fmt.Errorf("results: merge: %s %w: it exists and is not empty, and a merge writes a new folder", out, ErrBadOut)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("results: merge: %w", err)
@@ -152,7 +153,7 @@ func checkMergeOut(out string, dirs []string) error {
 			return fmt.Errorf("results: merge: %w", err)
 		}
 		if rel, err := filepath.Rel(absDir, absOut); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("results: merge: %s is inside the shard folder %s, which a merge never changes", out, d)
+			return fmt.Errorf("results: merge: %s %w: it is inside the shard folder %s, which a merge never changes", out, ErrBadOut, d)
 		}
 	}
 	return nil

@@ -454,7 +454,7 @@ func TestMergeRefusals(t *testing.T) {
 		partial bool
 		want    []string // each a line of the error
 		usage   bool     // the error is about out, not the shards
-		exists  bool     // the error wraps ErrNotEmpty
+		badOut  bool     // the error wraps ErrBadOut
 	}{
 		{name: "not a shard", dirs: []string{s0, single, s2},
 			want: []string{single + ": not a shard folder: its manifest has no shard"}},
@@ -490,12 +490,12 @@ func TestMergeRefusals(t *testing.T) {
 				"shard 1 of 3 is missing"}},
 		{name: "every problem at once", dirs: []string{single, failed, four},
 			want: []string{single + ": not a shard folder", four + ": shard 1 of 4", failed + ": shard 0 of 3 is failed"}},
-		{name: "an output folder that is not empty", out: nonEmpty, dirs: []string{s0, s1, s2}, usage: true, exists: true,
-			want: []string{nonEmpty + " exists and is not empty"}},
-		{name: "an output folder that is a file", out: filepath.Join(nonEmpty, "notes.txt"), dirs: []string{s0, s1, s2}, usage: true, exists: true,
-			want: []string{"notes.txt exists and is not empty: it is a file"}},
-		{name: "an output folder inside a shard", out: filepath.Join(s1, "merged"), dirs: []string{s0, s1, s2}, usage: true,
-			want: []string{"merged is inside the shard folder " + s1}},
+		{name: "an output folder that is not empty", out: nonEmpty, dirs: []string{s0, s1, s2}, usage: true, badOut: true,
+			want: []string{nonEmpty + " cannot hold the merged folder: it exists and is not empty"}},
+		{name: "an output folder that is a file", out: filepath.Join(nonEmpty, "notes.txt"), dirs: []string{s0, s1, s2}, usage: true, badOut: true,
+			want: []string{"notes.txt cannot hold the merged folder: it is a file"}},
+		{name: "an output folder inside a shard", out: filepath.Join(s1, "merged"), dirs: []string{s0, s1, s2}, usage: true, badOut: true,
+			want: []string{"merged cannot hold the merged folder: it is inside the shard folder " + s1}},
 		{name: "no shards", dirs: nil, usage: true, want: []string{"no shard folders given"}},
 	}
 	for _, tt := range tests {
@@ -513,8 +513,8 @@ func TestMergeRefusals(t *testing.T) {
 			if errors.As(err, &me) == tt.usage {
 				t.Errorf("error %T: want a *MergeError %v", err, !tt.usage)
 			}
-			if errors.Is(err, ErrNotEmpty) != tt.exists {
-				t.Errorf("errors.Is(err, ErrNotEmpty) = %v, want %v", !tt.exists, tt.exists)
+			if errors.Is(err, ErrBadOut) != tt.badOut {
+				t.Errorf("errors.Is(err, ErrBadOut) = %v, want %v", !tt.badOut, tt.badOut)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
