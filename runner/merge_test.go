@@ -60,9 +60,12 @@ func TestMergeCommand(t *testing.T) {
 		stdout     string
 		stderr     []string
 		wantFolder bool
+		// readAsRun also reports and exports the merged folder, and diffs it against shard 0,
+		// which holds every config.
+		readAsRun bool
 	}{
 		{name: "merged", args: []string{"merge", "-o", "{out}", shards[1], shards[0]},
-			stdout: "{out}: complete, 2 shards merged, 2 configs, 16 requests\n", wantFolder: true},
+			stdout: "{out}: complete, 2 shards merged, 2 configs, 16 requests\n", wantFolder: true, readAsRun: true},
 		{name: "flags after the folders", args: []string{"merge", shards[0], shards[1], "--partial", "-o", "{out}"},
 			stdout: "{out}: complete, 2 shards merged, 2 configs, 16 requests\n", wantFolder: true},
 		{name: "a missing shard", args: []string{"merge", "-o", "{out}", shards[1]}, code: 1,
@@ -111,6 +114,18 @@ func TestMergeCommand(t *testing.T) {
 			}
 			if _, stderr, code := runCmd(t, "summary", out); code != 0 {
 				t.Errorf("summary of the merged folder: exit %d\n%s", code, stderr)
+			}
+			if !tt.readAsRun {
+				return
+			}
+			for _, args := range [][]string{
+				{"diff", "--strict", "--fail-on", "ttft_ms:+1%", shards[0], out},
+				{"report", out, "-o", filepath.Join(root, "report")},
+				{"export", "parquet", out, "-o", filepath.Join(root, "parquet")},
+			} {
+				if stdout, stderr, code := runCmd(t, args...); code != 0 {
+					t.Errorf("runner %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+				}
 			}
 		})
 	}
