@@ -250,41 +250,63 @@ func (f *Folder) Append(rec record.Request) error {
 		return fmt.Errorf("results: append %s: negative seq", id)
 	}
 
-	if len(rec.EventList) > 0 {
-		rows := make([][]string, len(rec.EventList))
-		for i := range rec.EventList {
-			rows[i] = eventsTable.row(&EventRow{RequestID: id, Event: rec.EventList[i]})
+	lines, err := requestLines(&rec, f.red.String(rec.Error))
+	if err != nil {
+		return fmt.Errorf("results: append %s: %w", id, err)
+	}
+	for _, l := range []struct {
+		file *os.File
+		name string
+		b    []byte
+	}{{f.events, EventsFile, lines.events}, {f.outputs, OutputsFile, lines.output}, {f.errs, ErrorsFile, lines.err},
+		{f.requests, RequestsFile, lines.request}} {
+		if l.b == nil {
+			continue
 		}
-		if err := f.write(f.events, EventsFile, encodeCSV(rows...)); err != nil {
+		if err := f.write(l.file, l.name, l.b); err != nil {
 			return err
 		}
-	}
-	if rec.OutputText != "" {
-		b, err := encodeJSONLine(&OutputRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq, Text: rec.OutputText})
-		if err == nil {
-			err = f.write(f.outputs, OutputsFile, b)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if rec.Error != "" {
-		b, err := encodeJSONLine(&ErrorRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq,
-			ErrorClass: rec.ErrorClass, Error: f.red.String(rec.Error)})
-		if err == nil {
-			err = f.write(f.errs, ErrorsFile, b)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := f.write(f.requests, RequestsFile, encodeCSV(requestsTable.row(&rec))); err != nil {
-		return err
 	}
 	f.done.add(rec.ConfigID, rec.Seq)
 	rec.EventList, rec.OutputText, rec.Error = nil, "", ""
 	f.rows = append(f.rows, rec)
 	return nil
+}
+
+// fileLines is one request as the folder's files hold it, each part nil when the request has
+// none: its rows of events.csv, its line of outputs.jsonl and of errors.jsonl, and its row of
+// requests.csv.
+type fileLines struct {
+	events, output, err, request []byte
+}
+
+// requestLines renders rec as the folder's files hold it, with errText as its error text.
+// Append and Merge both write requests through it, so that a merged folder holds the bytes a
+// single run writes.
+func requestLines(rec *record.Request, errText string) (fileLines, error) {
+	var out fileLines
+	id := RequestID(rec.ConfigID, rec.Seq)
+	if len(rec.EventList) > 0 {
+		rows := make([][]string, len(rec.EventList))
+		for i := range rec.EventList {
+			rows[i] = eventsTable.row(&EventRow{RequestID: id, Event: rec.EventList[i]})
+		}
+		out.events = encodeCSV(rows...)
+	}
+	var err error
+	if rec.OutputText != "" {
+		if out.output, err = encodeJSONLine(&OutputRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq, Text: rec.OutputText}); err != nil {
+			return fileLines{}, fmt.Errorf("encode %s: %w", OutputsFile, err)
+		}
+	}
+	if rec.Error != "" {
+		if out.err, err = encodeJSONLine(&ErrorRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq,
+			ErrorClass: rec.ErrorClass, Error: errText}); err != nil {
+			return fileLines{}, fmt.Errorf("encode %s: %w", ErrorsFile, err)
+		}
+	}
+	out.request = encodeCSV(requestsTable.row(rec))
+	return out, nil
 }
 
 func (f *Folder) write(file *os.File, name string, b []byte) error {
