@@ -26,6 +26,7 @@ func commands() []command {
 		{"diff", "compare two result folders and gate CI on regressions", cmdDiff},
 		{"report", "write an HTML report with charts for one or two result folders", cmdReport},
 		{"export", "write a result folder as Parquet, or print Kubernetes or Slurm jobs for shards", cmdExport},
+		{"merge", "merge the result folders of a sharded run into one", cmdMerge},
 		{"sim", "serve the simulated vLLM-compatible server", cmdSim},
 		{"version", "print the runner version", cmdVersion},
 		{"tinymodel", "write a tiny random llama GGUF model for engine tests", cmdTinyModel},

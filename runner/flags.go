@@ -80,3 +80,11 @@ func loadExperiment(cmd, file string) (*experiment.Experiment, []experiment.Conf
 	}
 	return nil, nil, &exitError{code: 2, err: err}
 }
+
+// flagSet reports whether the flag name was given on the command line, for a flag whose
+// default cannot be told from a value given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	var set bool
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

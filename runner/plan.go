@@ -16,19 +16,32 @@ steady state).
 Configs with the same server id share one server, booted once. The file is checked as by
 'runner validate' first; an invalid file exits with status 2.
 
+With --shards N it also shows how 'runner FILE --shard I/N' splits the plan over N machines:
+each shard's server configs, configs and requests. A server config is never split (its configs
+share one boot); the server configs, largest first, each go to the shard with the fewest
+requests so far (longest processing time first; ties by plan order, then the lowest shard), so
+every machine computes the same split, and the busiest shard sends at most 4/3 of what the
+best split's busiest would.
+
 Formats: text, an aligned table; json, one object with "configs", "servers" and "totals"; csv,
-one row per config with a header row. The json and csv field names are stable.`
+one row per config with a header row. The json and csv field names are stable. With --shards,
+json adds "shards" (index, servers, configs, requests) and csv adds the columns shard and
+shard_requests.`
 
 // cmdPlan prints the configs of an experiment file and what running it will cost.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plan", "runner plan FILE [--format text|json|csv]", planDescription, stderr)
+	fs := newFlagSet("plan", "runner plan FILE [--shards N] [--format text|json|csv]", planDescription, stderr)
 	format := fs.String("format", "text", "output format: text, json or csv")
+	shards := fs.Int("shards", 0, "show how `N` shards (runner FILE --shard I/N) split the plan")
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
 		return err
 	}
 	if len(files) != 1 {
-		return usageError("plan: want exactly one experiment file, got %d (usage: runner plan FILE [--format text|json|csv])", len(files))
+		return usageError("plan: want exactly one experiment file, got %d (usage: runner plan FILE [--shards N] [--format text|json|csv])", len(files))
+	}
+	if *shards < 0 || *shards == 0 && flagSet(fs, "shards") {
+		return usageError("plan: --shards %d: the shard count must be at least 1", *shards)
 	}
 	enc, err := plan.NewEncoder(*format, stdout)
 	if err != nil {
@@ -38,5 +51,9 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	return enc.Encode(plan.New(e, cfgs))
+	p := plan.New(e, cfgs)
+	if *shards > 0 {
+		p.Split(cfgs, *shards)
+	}
+	return enc.Encode(p)
 }

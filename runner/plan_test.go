@@ -136,7 +136,9 @@ func TestPlanUsage(t *testing.T) {
 		{"unknown flag", []string{"plan", "--fromat", "json", "testdata/plan/single.yaml"}, 2, "flag provided but not defined: -fromat"},
 		{"missing file", []string{"plan", "testdata/plan/missing.yaml"}, 2, "missing.yaml: no such file"},
 		{"invalid file", []string{"plan", "testdata/validate/invalid.yaml"}, 2, "testdata/validate/invalid.yaml:6:10: server.dtype: must be one of"},
-		{"help", []string{"plan", "--help"}, 0, "Usage: runner plan FILE [--format text|json|csv]"},
+		{"help", []string{"plan", "--help"}, 0, "Usage: runner plan FILE [--shards N] [--format text|json|csv]"},
+		{"zero shards", []string{"plan", "--shards", "0", "testdata/plan/single.yaml"}, 2, "plan: --shards 0: the shard count must be at least 1"},
+		{"negative shards", []string{"plan", "--shards=-2", "testdata/plan/single.yaml"}, 2, "plan: --shards -2: the shard count must be at least 1"},
 		{"help command", []string{"help", "plan"}, 0, "-format string"},
 	}
 	for _, tc := range tests {

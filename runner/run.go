@@ -27,6 +27,14 @@ config's warm-up and measured requests, and write a new result folder under --re
 (results/<experiment name>/<UTC time>-<id>/). Each request is appended to the folder as it
 completes, so an interrupted run loses at most the request in flight; finish it with --resume.
 
+With --shard I/N the run is one shard of N, one per machine: it runs only the configs of shard
+I (from 0), whole server configs balanced by requests as 'runner plan --shards N' shows, and
+writes an ordinary result folder named ...-shard-I-of-N that 'runner merge' joins to the
+others. --shard auto/N takes the index from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX) or
+a Slurm job array (SLURM_ARRAY_TASK_ID, less SLURM_ARRAY_TASK_MIN); plain --shard auto also
+takes the count, from RUNNER_SHARDS or SLURM_ARRAY_TASK_COUNT. A shard with no configs writes
+a complete, empty folder.
+
 On Ctrl-C the run stops the request in flight, stops its server, marks the folder interrupted
 and prints the command that resumes it; a second Ctrl-C exits at once.
 
@@ -35,11 +43,12 @@ a request that failed) or the run could not finish; 2 on an invalid experiment f
 flags; 130 when interrupted.`
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--dry-run] [--quiet] [--record-failures]", runDescription, stderr)
+	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--shard I/N|auto/N|auto] [--dry-run] [--quiet] [--record-failures]", runDescription, stderr)
 	root := fs.String("results", "results", "the folder that result folders are created in")
 	resume := fs.String("resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
 	dryRun := fs.Bool("dry-run", false, "check and plan the experiment, then stop without booting anything")
 	quiet := fs.Bool("quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
+	shardFlag := fs.String("shard", "", "run only shard `I/N` of the plan (I from 0); auto/N or auto read the index, and the count, from a Kubernetes Indexed Job's or a Slurm array's environment")
 	recordFailures := fs.Bool("record-failures", false, "when a server's executable cannot be found, write the result folder anyway, with its requests recorded as failed")
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
@@ -52,6 +61,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	exp, cfgs, err := loadExperiment("run", file)
 	if err != nil {
 		return err
+	}
+	var shard *results.Shard
+	if *shardFlag != "" {
+		all := len(cfgs)
+		if shard, cfgs, err = selectShard(*shardFlag, exp, cfgs); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "shard %d of %d (index from %s): %s of %d, %s\n", shard.Index, shard.Count, shard.Source,
+			tabular.Plural(len(cfgs), "config"), all, tabular.Plural(experiment.Requests(cfgs), "request"))
 	}
 	if *dryRun {
 		return plan.NewTextEncoder(stdout).Encode(plan.New(exp, cfgs))
@@ -71,6 +89,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
 		}
 		if err := man.CheckExperiment(exp.Source); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("resume %s: %w", *resume, err)}
+		}
+		if err := sameShard(man.Shard, shard); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("resume %s: %w", *resume, err)}
 		}
 		if exp.Order.Mode == "shuffled" && man.Runner.Schedule != measure.ScheduleVersion {
@@ -102,12 +123,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		ver, commit := buildInfo()
 		folder, err = results.Create(*root, exp, cfgs, results.RunInfo{
 			RunnerVersion: ver, RunnerCommit: commit, Command: append([]string{"runner"}, args...),
-			Schedule: measure.ScheduleVersion,
+			Schedule: measure.ScheduleVersion, Shard: shard,
 		})
 		if err != nil {
 			return fmt.Errorf("create the result folder: %w", err)
 		}
 		fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
+	}
+
+	// What resumes the folder: a shard's folder resumes only as the same shard.
+	resumeArgs := file + " --resume " + folder.Dir()
+	if shard != nil {
+		resumeArgs += fmt.Sprintf(" --shard %d/%d", shard.Index, shard.Count)
 	}
 
 	// A second Ctrl-C exits at once; the folder on disk must still say interrupted, not running.
@@ -116,7 +143,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			warnf(stderr, "%v", err)
 			return
 		}
-		warnf(stderr, "%s is marked interrupted; resume with: runner %s --resume %s", folder.Dir(), file, folder.Dir())
+		warnf(stderr, "%s is marked interrupted; resume with: runner %s", folder.Dir(), resumeArgs)
 	})
 	defer unhook()
 
@@ -142,15 +169,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := folder.Close(status); err != nil {
 		// The rows are on disk; only the summary or the manifest's last word is missing, and a
 		// folder whose writer is gone reads as interrupted, so a resume finishes it.
-		return errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s --resume %s",
-			folder.Dir(), err, file, folder.Dir()))
+		return errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s",
+			folder.Dir(), err, resumeArgs))
 	}
 
 	if status == results.StatusInterrupted {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s --resume %s", out.Sent, file, folder.Dir())}
+		return &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s", out.Sent, resumeArgs)}
 	}
 	if runErr != nil {
-		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s --resume %s)", runErr, folder.Dir(), file, folder.Dir())
+		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s)", runErr, folder.Dir(), resumeArgs)
 	}
 
 	rep, err := summary.Load(folder.Dir())
@@ -170,6 +197,40 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		parts = append(parts, fmt.Sprintf("%d of %d requests failed", out.Failed, out.Sent))
 		return &exitError{code: 1, err: errors.New(strings.Join(parts, "; ") + " (see errors.jsonl and logs/ in the folder)")}
+	}
+	return nil
+}
+
+// selectShard reads the value of --shard and returns the shard it names, as its folder's
+// manifest records it, with its configs, in plan order. A bad value is a usage error.
+func selectShard(spec string, exp *experiment.Experiment, cfgs []experiment.Config) (*results.Shard, []experiment.Config, error) {
+	w, err := plan.ParseShard(spec, os.Getenv)
+	if err != nil {
+		return nil, nil, usageError("run: %v", err)
+	}
+	mine := plan.Shards(cfgs, w.Count)[w.Index]
+	host, _ := os.Hostname()
+	shard := &results.Shard{Index: w.Index, Count: w.Count, Fingerprint: plan.Fingerprint(results.SHA256(exp.Source), w.Count),
+		Configs: make([]string, 0, len(mine)), Source: w.Source, Host: host}
+	for _, c := range mine {
+		shard.Configs = append(shard.Configs, c.ID)
+	}
+	return shard, mine, nil
+}
+
+// sameShard reports whether a folder whose manifest records the shard was (nil: the whole plan)
+// may be resumed as the shard now (nil: without --shard): it must be the same part of the plan.
+func sameShard(was, now *results.Shard) error {
+	switch {
+	case was == nil && now == nil:
+		return nil
+	case was == nil:
+		return fmt.Errorf("the folder holds the whole plan, not a shard: resume it without --shard (this run is shard %d of %d)", now.Index, now.Count)
+	case now == nil:
+		return fmt.Errorf("the folder is shard %d of %d: resume it with --shard %d/%d", was.Index, was.Count, was.Index, was.Count)
+	case was.Index != now.Index || was.Count != now.Count || was.Fingerprint != now.Fingerprint:
+		return fmt.Errorf("the folder is shard %d of %d, but --shard names shard %d of %d (index from %s): resume it with --shard %d/%d",
+			was.Index, was.Count, now.Index, now.Count, now.Source, was.Index, was.Count)
 	}
 	return nil
 }

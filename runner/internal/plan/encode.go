@@ -77,6 +77,19 @@ func (e *TextEncoder) Encode(p *Plan) error {
 	fmt.Fprintf(w, "\n%s, %s, %s (%d first + %d warm-up + %d measured)\n",
 		tabular.Plural(t.Configs, "config"), tabular.Plural(t.ServerBoots, "server boot"), tabular.Plural(t.Requests, "request"),
 		t.FirstRequests, t.WarmupRequests, t.MeasuredRequests)
+	if p.Shards != nil {
+		fmt.Fprintf(w, "\n%s, balanced by requests:\n\n", tabular.Plural(len(p.Shards), "shard"))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "shard\tservers\tconfigs\trequests\tserver ids")
+		for _, s := range p.Shards {
+			ids := strings.Join(s.Servers, " ")
+			if ids == "" {
+				ids = "- (an empty folder)"
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\n", s.Index, len(s.Servers), len(s.Configs), s.Requests, ids)
+		}
+		tw.Flush()
+	}
 	return w.Err()
 }
 
@@ -113,7 +126,8 @@ func (e *JSONEncoder) Encode(p *Plan) error {
 
 // CSVEncoder writes one row per config of a Plan: index, id, server_id, label, one column per
 // axis (named by the field, empty where a config does not set it), warmup, repetitions,
-// requests.
+// requests; and, for a plan split into shards, shard (the index of the shard that runs the
+// config) and shard_requests (the requests of that whole shard, its first requests included).
 type CSVEncoder struct{ w io.Writer }
 
 // NewCSVEncoder returns a CSVEncoder writing to w.
@@ -126,13 +140,25 @@ func (e *CSVEncoder) Encode(p *Plan) error {
 		head = append(head, shortAxis(a))
 	}
 	head = append(head, "warmup", "repetitions", "requests")
+	shardOf := p.shardOf()
+	if p.Shards != nil {
+		head = append(head, "shard", "shard_requests")
+	}
 	rows := make([][]string, 0, len(p.Configs))
 	for _, c := range p.Configs {
 		row := []string{strconv.Itoa(c.Index), c.ID, c.ServerID, c.Label}
 		for _, a := range p.Axes {
 			row = append(row, c.AxisValue(a))
 		}
-		rows = append(rows, append(row, strconv.Itoa(c.Warmup), strconv.Itoa(c.Repetitions), strconv.Itoa(c.Requests)))
+		row = append(row, strconv.Itoa(c.Warmup), strconv.Itoa(c.Repetitions), strconv.Itoa(c.Requests))
+		if p.Shards != nil {
+			shard, requests := "", ""
+			if i, ok := shardOf[c.ID]; ok {
+				shard, requests = strconv.Itoa(i), strconv.Itoa(p.Shards[i].Requests)
+			}
+			row = append(row, shard, requests)
+		}
+		rows = append(rows, row)
 	}
 	return tabular.WriteCSV(e.w, head, rows)
 }

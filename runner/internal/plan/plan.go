@@ -16,6 +16,8 @@ type Plan struct {
 	Configs    []Config `json:"configs"`
 	Servers    []Server `json:"servers"`
 	Totals     Totals   `json:"totals"`
+	// Shards is the assignment of the configs to machines (see Split); absent unless asked for.
+	Shards []Shard `json:"shards,omitempty"`
 }
 
 // Config is one config of a plan.

@@ -8,4 +8,5 @@ var (
 	FakeRequest    = fakeRequest
 	FailedRequest  = failedRequest
 	T0             = t0
+	FleetRuns      = fleetRuns
 )

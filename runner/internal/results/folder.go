@@ -27,6 +27,9 @@ type RunInfo struct {
 	Start         time.Time // the run's start; the zero time means now
 	Machine       *Machine  // nil: DetectMachine
 	Schedule      string    // the shuffled order's algorithm, recorded in the manifest
+	// Shard is the part of the plan the folder holds, for one shard of a sharded run; it is
+	// recorded in the manifest and names the folder. Nil for a run of the whole plan.
+	Shard *Shard
 }
 
 // Folder is a result folder open for writing. Its methods are safe for concurrent use.
@@ -63,9 +66,9 @@ var validName = regexp.MustCompile(`^[a-z0-9._-]+$`)
 // dirTimeLayout is the UTC timestamp at the start of a folder's name.
 const dirTimeLayout = "20060102T150405Z"
 
-// Create makes a new result folder root/<experiment name>/<UTC time>-<6 hex digits>/ and
-// returns it open for writing, with its manifest saying running. It never reuses an existing
-// folder. The manifest records the experiment file (a copy and its SHA-256), the configs, the
+// Create makes a new result folder root/<experiment name>/<UTC time>-<6 hex digits>/ (with
+// -shard-I-of-N after it for shard I of N) and returns it open for writing, with its manifest
+// saying running. It never reuses an existing folder. The manifest records the experiment file (a copy and its SHA-256), the configs, the
 // runner and the machine.
 func Create(root string, exp *experiment.Experiment, configs []experiment.Config, run RunInfo) (*Folder, error) {
 	if exp == nil {
@@ -93,13 +96,21 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("results: create folder: %w", err)
 	}
-	var dir string
+	var dir, suffix string
+	var shard *Shard
+	if run.Shard != nil {
+		// The shards of one run start at about the same second: the name tells them apart.
+		suffix = fmt.Sprintf("-shard-%d-of-%d", run.Shard.Index, run.Shard.Count)
+		copied := *run.Shard
+		copied.Configs = append([]string{}, run.Shard.Configs...)
+		shard = &copied
+	}
 	for attempt := 0; ; attempt++ {
 		var b [3]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return nil, fmt.Errorf("results: create folder: %w", err)
 		}
-		dir = filepath.Join(parent, start.Format(dirTimeLayout)+"-"+hex.EncodeToString(b[:]))
+		dir = filepath.Join(parent, start.Format(dirTimeLayout)+"-"+hex.EncodeToString(b[:])+suffix)
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
 			break
@@ -130,6 +141,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 			Machine: *machine,
 			Process: Process{PID: os.Getpid(), Host: host},
 			Start:   start,
+			Shard:   shard,
 		},
 		done: newDone(),
 		logs: map[string]string{},
@@ -243,41 +255,63 @@ func (f *Folder) Append(rec record.Request) error {
 		return fmt.Errorf("results: append %s: negative seq", id)
 	}
 
-	if len(rec.EventList) > 0 {
-		rows := make([][]string, len(rec.EventList))
-		for i := range rec.EventList {
-			rows[i] = eventsTable.row(&EventRow{RequestID: id, Event: rec.EventList[i]})
+	lines, err := requestLines(&rec, f.red.String(rec.Error))
+	if err != nil {
+		return fmt.Errorf("results: append %s: %w", id, err)
+	}
+	for _, l := range []struct {
+		file *os.File
+		name string
+		b    []byte
+	}{{f.events, EventsFile, lines.events}, {f.outputs, OutputsFile, lines.output}, {f.errs, ErrorsFile, lines.err},
+		{f.requests, RequestsFile, lines.request}} {
+		if l.b == nil {
+			continue
 		}
-		if err := f.write(f.events, EventsFile, encodeCSV(rows...)); err != nil {
+		if err := f.write(l.file, l.name, l.b); err != nil {
 			return err
 		}
-	}
-	if rec.OutputText != "" {
-		b, err := encodeJSONLine(&OutputRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq, Text: rec.OutputText})
-		if err == nil {
-			err = f.write(f.outputs, OutputsFile, b)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if rec.Error != "" {
-		b, err := encodeJSONLine(&ErrorRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq,
-			ErrorClass: rec.ErrorClass, Error: f.red.String(rec.Error)})
-		if err == nil {
-			err = f.write(f.errs, ErrorsFile, b)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := f.write(f.requests, RequestsFile, encodeCSV(requestsTable.row(&rec))); err != nil {
-		return err
 	}
 	f.done.add(rec.ConfigID, rec.Seq)
 	rec.EventList, rec.OutputText, rec.Error = nil, "", ""
 	f.rows = append(f.rows, rec)
 	return nil
+}
+
+// fileLines is one request as the folder's files hold it, each part nil when the request has
+// none: its rows of events.csv, its line of outputs.jsonl and of errors.jsonl, and its row of
+// requests.csv.
+type fileLines struct {
+	events, output, err, request []byte
+}
+
+// requestLines renders rec as the folder's files hold it, with errText as its error text.
+// Append and Merge both write requests through it, so that a merged folder holds the bytes a
+// single run writes.
+func requestLines(rec *record.Request, errText string) (fileLines, error) {
+	var out fileLines
+	id := RequestID(rec.ConfigID, rec.Seq)
+	if len(rec.EventList) > 0 {
+		rows := make([][]string, len(rec.EventList))
+		for i := range rec.EventList {
+			rows[i] = eventsTable.row(&EventRow{RequestID: id, Event: rec.EventList[i]})
+		}
+		out.events = encodeCSV(rows...)
+	}
+	var err error
+	if rec.OutputText != "" {
+		if out.output, err = encodeJSONLine(&OutputRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq, Text: rec.OutputText}); err != nil {
+			return fileLines{}, fmt.Errorf("encode %s: %w", OutputsFile, err)
+		}
+	}
+	if rec.Error != "" {
+		if out.err, err = encodeJSONLine(&ErrorRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq,
+			ErrorClass: rec.ErrorClass, Error: errText}); err != nil {
+			return fileLines{}, fmt.Errorf("encode %s: %w", ErrorsFile, err)
+		}
+	}
+	out.request = encodeCSV(requestsTable.row(rec))
+	return out, nil
 }
 
 func (f *Folder) write(file *os.File, name string, b []byte) error {

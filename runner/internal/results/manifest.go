@@ -93,6 +93,9 @@ type MergedShard struct {
 	Folder string `json:"folder"` // the shard folder's path as given to runner merge
 	Host   string `json:"host,omitempty"`
 	Status Status `json:"status"`
+	// Machine is the machine the shard ran on, as its manifest records it: the merged
+	// manifest's own machine is one shard's (see Merge), and the shards' may differ.
+	Machine Machine `json:"machine"`
 }
 
 // RunnerInfo identifies the runner build that wrote a folder.
@@ -228,7 +231,7 @@ func decodeManifest(b []byte, path string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	switch m.Status {
-	case StatusRunning, StatusComplete, StatusInterrupted, StatusFailed:
+	case StatusRunning, StatusComplete, StatusInterrupted, StatusFailed, StatusIncomplete:
 	default:
 		return nil, fmt.Errorf("%s: unknown status %q", path, m.Status)
 	}

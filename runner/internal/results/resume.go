@@ -23,6 +23,9 @@ func Resume(dir string) (*Folder, Done, error) {
 	if err != nil {
 		return nil, Done{}, fmt.Errorf("results: resume: %w", err)
 	}
+	if m.Merged != nil {
+		return nil, Done{}, fmt.Errorf("results: resume %s: a merged folder: resume the shard that did not complete, then merge the shards again", dir)
+	}
 	if m.Status == StatusComplete {
 		return nil, Done{}, fmt.Errorf("results: resume %s: the folder is complete; there is nothing to resume", dir)
 	}

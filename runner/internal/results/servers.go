@@ -2,6 +2,7 @@ package results
 
 import (
 	"io"
+	"slices"
 	"time"
 )
 
@@ -34,9 +35,17 @@ type ServerInfo struct {
 	// that failed, exited or hung), whose requests then have empty GPU cells; empty when
 	// nothing did or no GPU was sampled. In the manifest only.
 	TelemetryWarning string `json:"telemetry_warning,omitempty"`
+	// Shard is the index of the shard whose run booted the server, in a folder that runner
+	// merge made from shard folders; nil in any other folder.
+	Shard *int `json:"shard,omitempty"`
+	// Host is the machine the server ran on, in a merged folder (the shard's host); empty in
+	// any other folder, whose manifest names its one machine.
+	Host string `json:"host,omitempty"`
 }
 
-var serversTable = &table[ServerInfo]{file: ServersFile, cols: []column[ServerInfo]{
+// serversTable is the column list of servers.csv, in file order. The shard and host columns
+// came later: a file written before them reads as boots without them.
+var serversTable = &table[ServerInfo]{file: ServersFile, cols: slices.Concat([]column[ServerInfo]{
 	strCol("server_id", func(s *ServerInfo) *string { return &s.ServerID }),
 	intCol("resume", func(s *ServerInfo) *int { return &s.Resume }),
 	strCol("engine", func(s *ServerInfo) *string { return &s.Engine }),
@@ -47,7 +56,11 @@ var serversTable = &table[ServerInfo]{file: ServersFile, cols: []column[ServerIn
 	optIntCol("exit_code", func(s *ServerInfo) **int { return &s.ExitCode }),
 	strCol("exit_signal", func(s *ServerInfo) *string { return &s.ExitSignal }),
 	strCol("log_file", func(s *ServerInfo) *string { return &s.LogFile }),
-}}
+}, addedLater(
+	// Which shard and machine each boot ran on, in a merged folder; empty elsewhere.
+	optIntCol("shard", func(s *ServerInfo) **int { return &s.Shard }),
+	strCol("host", func(s *ServerInfo) *string { return &s.Host }),
+))}
 
 // ServerColumns returns the columns of servers.csv in file order.
 func ServerColumns() []Column { return serversTable.Columns() }

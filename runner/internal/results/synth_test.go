@@ -52,9 +52,10 @@ func TestSyntheticFolder(t *testing.T) {
 		Run:        results.TestRunInfo(),
 		Servers: []results.ServerInfo{
 			{ServerID: "s0-77aa", Engine: "vllm", EngineVersion: "0.6.3", Model: "tiny", BootStart: t0, BootSeconds: &ready,
-				ExitSignal: "terminated"},
+				ExitSignal: "terminated", Shard: record.Int(1), Host: "gpu-node-7"},
+			// The shard and host of each boot, as a merged folder records them.
 			{ServerID: "s1-dead", Engine: "vllm", Model: "tiny", BootStart: t0.Add(time.Minute), ExitCode: record.Int(1),
-				LogFile: "logs/s1-dead.log", Error: "CUDA out of memory"},
+				LogFile: "logs/s1-dead.log", Error: "CUDA out of memory", Shard: record.Int(0), Host: "gpu-node-3"},
 		},
 		Request: func(d resultstest.Draw) record.Request {
 			c, seq := d.Config, d.Seq

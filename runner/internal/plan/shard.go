@@ -1,0 +1,233 @@
+package plan
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+)
+
+// Shards splits an experiment's configs into n shards for n machines and returns, for each shard
+// 0..n-1, the configs it runs, in plan order. It returns nil when n is less than 1.
+//
+// A server config (the configs sharing a ServerID, which share one boot) is never split. The
+// shards are balanced by planned requests, as experiment.Requests counts them (one first
+// request per boot, then every config's warm-ups and repetitions), by longest processing time
+// first: the server configs, largest first, each go to the shard with the fewest requests so
+// far. Ties are broken by plan order (of a server config's first config), then by the lowest
+// shard index, so that every machine computes the same assignment from the same file. The
+// busiest shard then sends at most 4/3 of the requests of the busiest shard of the best possible
+// assignment (Graham's bound for LPT, 4/3 − 1/(3n)), and never more than the largest server
+// config's requests above the least busy shard. A shard gets no configs when there are more
+// shards than server configs.
+func Shards(configs []experiment.Config, n int) [][]experiment.Config {
+	if n < 1 {
+		return nil
+	}
+	type server struct {
+		id       string
+		first    int // plan position of its first config
+		requests int
+	}
+	var servers []server
+	index := map[string]int{}
+	for i, c := range configs {
+		s, ok := index[c.ServerID]
+		if !ok {
+			s = len(servers)
+			index[c.ServerID] = s
+			// The first request after the server's boot.
+			servers = append(servers, server{id: c.ServerID, first: i, requests: 1})
+		}
+		servers[s].requests = experiment.AddSat(servers[s].requests, experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0)))
+	}
+	order := slices.Clone(servers)
+	// A stable sort keeps plan order among server configs of equal size.
+	slices.SortStableFunc(order, func(a, b server) int { return cmp.Compare(b.requests, a.requests) })
+	load := make([]int, n)
+	shardOf := map[string]int{}
+	for _, s := range order {
+		lightest := 0
+		for i := 1; i < n; i++ {
+			if load[i] < load[lightest] {
+				lightest = i
+			}
+		}
+		shardOf[s.id] = lightest
+		load[lightest] = experiment.AddSat(load[lightest], s.requests)
+	}
+	out := make([][]experiment.Config, n)
+	for i := range out {
+		out[i] = []experiment.Config{}
+	}
+	for _, c := range configs {
+		i := shardOf[c.ServerID]
+		out[i] = append(out[i], c)
+	}
+	return out
+}
+
+// Fingerprint identifies the plan that n shards of an experiment file split: the SHA-256 (hex)
+// of the file's SHA-256 (hex, as the manifest records it) and n. Shards of one run share it;
+// shards of another file, or of the same file split another number of ways, do not.
+func Fingerprint(experimentSHA256 string, n int) string {
+	h := sha256.Sum256([]byte(experimentSHA256 + "\n" + strconv.Itoa(n) + "\n"))
+	return hex.EncodeToString(h[:])
+}
+
+// Shard is one shard of a plan split by Shards, as runner plan --shards reports it.
+type Shard struct {
+	Index    int      `json:"index"`
+	Servers  []string `json:"servers"` // the ids of its server configs, in plan order
+	Configs  []string `json:"configs"` // the ids of its configs, in plan order
+	Requests int      `json:"requests"`
+}
+
+// Split records in p the assignment of its configs, cfgs, to n shards (see Shards). n must be at
+// least 1.
+func (p *Plan) Split(cfgs []experiment.Config, n int) {
+	p.Shards = []Shard{}
+	for i, sc := range Shards(cfgs, n) {
+		s := Shard{Index: i, Servers: []string{}, Configs: []string{}, Requests: experiment.Requests(sc)}
+		for _, c := range sc {
+			if !slices.Contains(s.Servers, c.ServerID) {
+				s.Servers = append(s.Servers, c.ServerID)
+			}
+			s.Configs = append(s.Configs, c.ID)
+		}
+		p.Shards = append(p.Shards, s)
+	}
+}
+
+// shardOf maps the id of each config of a split plan to the index of its shard.
+func (p *Plan) shardOf() map[string]int {
+	m := map[string]int{}
+	for _, s := range p.Shards {
+		for _, id := range s.Configs {
+			m[id] = s.Index
+		}
+	}
+	return m
+}
+
+// The environment variables that `runner FILE --shard auto` reads.
+const (
+	// EnvJobIndex is the index of a pod of a Kubernetes Indexed Job, set by Kubernetes.
+	EnvJobIndex = "JOB_COMPLETION_INDEX"
+	// EnvShards is the shard count; an Indexed Job exposes none, so the exported Job sets it.
+	EnvShards = "RUNNER_SHARDS"
+	// EnvSlurmIndex is the task id of a Slurm job array, set by Slurm.
+	EnvSlurmIndex = "SLURM_ARRAY_TASK_ID"
+	// EnvSlurmMin is the array's lowest task id (an array may start at 1), set by Slurm.
+	EnvSlurmMin = "SLURM_ARRAY_TASK_MIN"
+	// EnvSlurmCount is the number of tasks of the array, set by Slurm.
+	EnvSlurmCount = "SLURM_ARRAY_TASK_COUNT"
+)
+
+// Which names the shard a machine runs.
+type Which struct {
+	Index int
+	Count int
+	// Source is where the index came from: "flag", EnvJobIndex or EnvSlurmIndex.
+	Source string
+}
+
+// ParseShard reads the value of --shard: "I/N" (0 ≤ I < N), "auto/N", or "auto". With auto the
+// index comes from the environment, read through getenv: JOB_COMPLETION_INDEX (a Kubernetes
+// Indexed Job) or else SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN when that is set (a Slurm
+// job array). Plain auto takes the count from RUNNER_SHARDS or else SLURM_ARRAY_TASK_COUNT;
+// with auto/N, a count in the environment must agree with N. The error says what is wrong.
+func ParseShard(spec string, getenv func(string) string) (Which, error) {
+	idx, count, ok := strings.Cut(spec, "/")
+	if spec == "auto" {
+		idx, count, ok = "auto", "", true
+	}
+	if !ok || idx == "" || count == "" && spec != "auto" {
+		return Which{}, fmt.Errorf("--shard %q: want I/N (shard I of N, from 0), auto/N or auto", spec)
+	}
+	var w Which
+	if count != "" {
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 1 {
+			return Which{}, fmt.Errorf("--shard %q: the shard count %q is not a whole number of at least 1", spec, count)
+		}
+		w.Count = n
+	}
+	if idx != "auto" {
+		i, err := strconv.Atoi(idx)
+		if err != nil {
+			return Which{}, fmt.Errorf("--shard %q: the shard index %q is not a whole number (or auto)", spec, idx)
+		}
+		if i < 0 || i >= w.Count {
+			return Which{}, fmt.Errorf("--shard %q: shard index %d is out of range: the shards of %d are numbered 0 to %d", spec, i, w.Count, w.Count-1)
+		}
+		w.Index, w.Source = i, "flag"
+		return w, nil
+	}
+
+	env := func(name string) (int, bool, error) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return 0, false, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, true, fmt.Errorf("--shard %s: %s=%q is not a whole number", spec, name, v)
+		}
+		return n, true, nil
+	}
+	// The count first: the index is checked against it.
+	for _, name := range []string{EnvShards, EnvSlurmCount} {
+		n, set, err := env(name)
+		if err != nil {
+			return Which{}, err
+		}
+		if !set {
+			continue
+		}
+		if n < 1 {
+			return Which{}, fmt.Errorf("--shard %s: %s=%d: the shard count must be at least 1", spec, name, n)
+		}
+		if w.Count != 0 && n != w.Count {
+			return Which{}, fmt.Errorf("--shard %s: %s=%d says %d shards, the flag %d", spec, name, n, n, w.Count)
+		}
+		w.Count = n
+	}
+	if w.Count == 0 {
+		return Which{}, fmt.Errorf("--shard auto: no shard count: set %s (for a Kubernetes Indexed Job), run in a Slurm job array (%s), or give it as --shard auto/N", EnvShards, EnvSlurmCount)
+	}
+
+	i, set, err := env(EnvJobIndex)
+	w.Source = EnvJobIndex
+	if err == nil && !set {
+		i, set, err = env(EnvSlurmIndex)
+		w.Source = EnvSlurmIndex
+		if err == nil && set {
+			lo, _, merr := env(EnvSlurmMin)
+			i, err = i-lo, merr
+		}
+	}
+	if err != nil {
+		return Which{}, err
+	}
+	if !set {
+		return Which{}, fmt.Errorf("--shard %s: no shard index in the environment: neither %s (a Kubernetes Indexed Job) nor %s (a Slurm job array) is set; give the index as --shard I/%d", spec, EnvJobIndex, EnvSlurmIndex, w.Count)
+	}
+	if i < 0 || i >= w.Count {
+		from := EnvJobIndex + "=" + getenv(EnvJobIndex)
+		if w.Source == EnvSlurmIndex {
+			from = EnvSlurmIndex + "=" + getenv(EnvSlurmIndex)
+			if m := getenv(EnvSlurmMin); m != "" {
+				from += " minus " + EnvSlurmMin + "=" + m
+			}
+		}
+		return Which{}, fmt.Errorf("--shard %s: shard index %d (%s) is out of range: the shards of %d are numbered 0 to %d", spec, i, from, w.Count, w.Count-1)
+	}
+	w.Index = i
+	return w, nil
+}

@@ -1,0 +1,86 @@
+package results
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/onelayerdown/runner/runner/internal/experiment"
+)
+
+func TestShardFolder(t *testing.T) {
+	exp, configs := testExperiment()
+	tests := []struct {
+		name    string
+		configs int // how many of the test configs the shard holds
+		shard   Shard
+	}{
+		{"a shard with configs", 2, Shard{Index: 1, Count: 3, Fingerprint: "f00d", Source: "JOB_COMPLETION_INDEX", Host: "gpu-7"}},
+		{"an empty shard", 0, Shard{Index: 4, Count: 5, Fingerprint: "f00d", Configs: []string{}, Source: "flag", Host: "gpu-9"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgs := configs[:tt.configs]
+			for _, c := range cfgs {
+				tt.shard.Configs = append(tt.shard.Configs, c.ID)
+			}
+			run := testRunInfo()
+			run.Shard = &tt.shard
+			f, err := Create(t.TempDir(), exp, cfgs, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cfgs {
+				for seq := 0; seq < 1+c.Warmup+c.Repetitions; seq++ {
+					if err := f.Append(fakeRequest(c, seq)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := f.Close(StatusComplete); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("-shard-%d-of-%d", tt.shard.Index, tt.shard.Count); !strings.HasSuffix(filepath.Base(f.Dir()), want) {
+				t.Errorf("folder %s: want a name ending %s", f.Dir(), want)
+			}
+			man, err := ReadManifest(f.Dir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if man.Status != StatusComplete || man.Shard == nil || !reflect.DeepEqual(*man.Shard, tt.shard) {
+				t.Errorf("manifest: status %s, shard %+v; want complete, %+v", man.Status, man.Shard, tt.shard)
+			}
+			// An ordinary result folder: every file there, with its header, and readable.
+			for _, name := range []string{ConfigsFile, RequestsFile, EventsFile, ServersFile, SummaryFile, LoadFile, SchemaFile, OutputsFile, ErrorsFile} {
+				b, err := os.ReadFile(filepath.Join(f.Dir(), name))
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				if strings.HasSuffix(name, ".csv") && !strings.Contains(string(b), "schema_version") {
+					t.Errorf("%s has no header:\n%s", name, b)
+				}
+			}
+			loaded, err := Load(f.Dir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(loaded.Requests) != rowsOf(cfgs) {
+				t.Errorf("%d requests read back, want %d", len(loaded.Requests), rowsOf(cfgs))
+			}
+		})
+	}
+}
+
+// rowsOf returns the rows a run of cfgs writes: every config's first, warm-up and measured
+// requests, as the test folders number them.
+func rowsOf(cfgs []experiment.Config) int {
+	n := 0
+	for _, c := range cfgs {
+		n += 1 + c.Warmup + c.Repetitions
+	}
+	return n
+}
