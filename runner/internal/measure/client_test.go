@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,48 +167,44 @@ func TestGroundTruth(t *testing.T) {
 			})
 			tr := &tee{}
 			c := newClient(ts, tr)
-			rec, err := c.Do(context.Background(), spec(tt.api, tt.maxTokens))
-			if err != nil {
-				t.Fatal(err)
+			// A timing taken in the wrong place is off the same way every time; a machine
+			// that stalls the test for a moment (other test binaries, other processes) is
+			// not. So the timing checks get three attempts, and fail only when every attempt
+			// is off; the attempts that were are logged.
+			var rec record.Request
+			var gt []truth
+			var problems []string
+			for attempt := 1; attempt <= 3; attempt++ {
+				var err error
+				rec, err = c.Do(context.Background(), spec(tt.api, tt.maxTokens))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Status != record.StatusOK {
+					t.Fatalf("status %s: %s %s", rec.Status, rec.ErrorClass, rec.Error)
+				}
+				gt = stamps(t, tr.last())
+				if len(gt) != rec.Events {
+					t.Fatalf("client saw %d events, server sent %d", rec.Events, len(gt))
+				}
+				if problems = timingProblems(rec, gt); len(problems) == 0 {
+					break
+				}
+				t.Logf("attempt %d: %s", attempt, strings.Join(problems, "; "))
 			}
-			if rec.Status != record.StatusOK {
-				t.Fatalf("status %s: %s %s", rec.Status, rec.ErrorClass, rec.Error)
+			if len(problems) > 0 {
+				t.Errorf("every attempt was off; the last: %s", strings.Join(problems, "; "))
 			}
-			gt := stamps(t, tr.last())
-			if len(gt) != rec.Events {
-				t.Fatalf("client saw %d events, server sent %d", rec.Events, len(gt))
-			}
-			t0 := rec.Start
 			var textIdx []int
-			tokensAfterFirst := 0
 			for i, g := range gt {
 				if g.text {
 					textIdx = append(textIdx, i)
 				}
 			}
-			first, last := textIdx[0], textIdx[len(textIdx)-1]
-			for _, g := range gt[first+1 : last+1] {
-				tokensAfterFirst += g.tokens
-			}
 			totalTokens := 0
 			for _, g := range gt {
 				totalTokens += g.tokens
 			}
-
-			// Every event's arrival is after its send and close to it.
-			for i, e := range rec.EventList {
-				lag := t0.Add(e.SinceT0).Sub(gt[i].sent)
-				if lag < -time.Millisecond || lag > 20*time.Millisecond {
-					t.Errorf("event %d arrived %v after it was sent", i, lag)
-				}
-			}
-			wantTTFT := gt[first].sent.Sub(t0)
-			span := gt[last].sent.Sub(gt[first].sent)
-			wantTPOTEvent := span / time.Duration(len(textIdx)-1)
-			wantTPOTToken := span / time.Duration(tokensAfterFirst)
-			within(t, "ttft", *rec.TTFT, wantTTFT)
-			within(t, "tpot_event", *rec.TPOTEvent, wantTPOTEvent)
-			within(t, "tpot_token", *rec.TPOTToken, wantTPOTToken)
 
 			// Events and tokens differ exactly as the chunking says.
 			if rec.TextEvents != len(textIdx) {
@@ -231,11 +229,42 @@ func TestGroundTruth(t *testing.T) {
 	}
 }
 
-func within(t *testing.T, name string, got, want time.Duration) {
-	t.Helper()
-	if d := got - want; d < -tolerance || d > tolerance {
-		t.Errorf("%s = %v, ground truth %v (off by %v, tolerance %v)", name, got, want, d, tolerance)
+// timingProblems compares what the client measured of one request with the simulator's send
+// stamps gt: every event's arrival close after its send, and ttft, tpot_event and tpot_token
+// within tolerance of the stamps'.
+func timingProblems(rec record.Request, gt []truth) []string {
+	var out []string
+	t0 := rec.Start
+	var textIdx []int
+	for i, g := range gt {
+		if g.text {
+			textIdx = append(textIdx, i)
+		}
 	}
+	first, last := textIdx[0], textIdx[len(textIdx)-1]
+	tokensAfterFirst := 0
+	for _, g := range gt[first+1 : last+1] {
+		tokensAfterFirst += g.tokens
+	}
+	for i, e := range rec.EventList {
+		if lag := t0.Add(e.SinceT0).Sub(gt[i].sent); lag < -time.Millisecond || lag > 20*time.Millisecond {
+			out = append(out, fmt.Sprintf("event %d arrived %v after it was sent", i, lag))
+		}
+	}
+	span := gt[last].sent.Sub(gt[first].sent)
+	for _, c := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"ttft", *rec.TTFT, gt[first].sent.Sub(t0)},
+		{"tpot_event", *rec.TPOTEvent, span / time.Duration(len(textIdx)-1)},
+		{"tpot_token", *rec.TPOTToken, span / time.Duration(tokensAfterFirst)},
+	} {
+		if d := c.got - c.want; d < -tolerance || d > tolerance {
+			out = append(out, fmt.Sprintf("%s = %v, ground truth %v (off by %v, tolerance %v)", c.name, c.got, c.want, d, tolerance))
+		}
+	}
+	return out
 }
 
 func deref(p *int) any {
