@@ -70,6 +70,11 @@ for d in "$root"/` + shellQuote(experiment) + `/*/; do
   if [ -d "$d" ]; then prev=$d; fi
 done
 if [ -n "$prev" ]; then
+  # An attempt that finished its folder and was run again anyway has nothing left to do.
+  if grep -q '"status": "complete"' "$prev/manifest.json" 2>/dev/null; then
+    echo "shard folder $prev is complete"
+    exit 0
+  fi
   exec ` + r + ` ` + f + ` --shard auto --resume "$prev"
 fi
 exec ` + r + ` ` + f + ` --shard auto --results "$root"

@@ -250,7 +250,7 @@ func TestEmptyShards(t *testing.T) {
 
 // TestShardScriptResumes runs the script a shard runs, with a stand-in runner that prints its
 // arguments: a first attempt starts a folder under the shard's root, a later one resumes the
-// newest folder there.
+// newest folder there, and one after that folder is complete runs nothing.
 func TestShardScriptResumes(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
@@ -286,6 +286,15 @@ func TestShardScriptResumes(t *testing.T) {
 	}
 	if got, want := run(), "experiments/x.yaml --shard auto --resume "+root+"/shard-2/x/20250102T000000Z-bb/ "; got != want {
 		t.Errorf("second attempt ran %q, want %q", got, want)
+	}
+	// An attempt after the folder was finished runs nothing: a resume of a complete folder
+	// would fail the task, and with it the merge that waits for every task.
+	manifest := filepath.Join(root, "shard-2", "x", "20250102T000000Z-bb", "manifest.json")
+	if err := os.WriteFile(manifest, []byte("{\n  \"schema_version\": 1,\n  \"status\": \"complete\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(); strings.Contains(got, "--resume") || !strings.Contains(got, "is complete") {
+		t.Errorf("an attempt after the shard's folder was complete ran %q, want nothing run", got)
 	}
 }
 
