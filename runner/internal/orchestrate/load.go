@@ -60,17 +60,13 @@ func (g group) loadJobs() iter.Seq[measure.Job] {
 // all, of their requests in done: a load point interrupted part way. A resume must discard
 // their rows and run them again whole, since rows measured under a load that was cut short are
 // not rows of that load.
-func PartialLoadPoints(configs []experiment.Config, done interface{ Count(string) int }) []string {
+func PartialLoadPoints(configs []experiment.Config, done results.Done) []string {
 	var out []string
-	first := map[string]bool{}
-	for _, c := range configs {
-		want := max(c.Warmup, 0) + max(c.Repetitions, 0)
-		if !first[c.ServerID] {
-			first[c.ServerID] = true
-			want++
-		}
-		if n := done.Count(c.ID); c.Load != nil && n > 0 && n < want {
-			out = append(out, c.ID)
+	for _, g := range groupByServer(configs) {
+		for i, left := range g.left(done) {
+			if c := g.configs[i]; c.Load != nil && left > 0 && done.Count(c.ID) > 0 {
+				out = append(out, c.ID)
+			}
 		}
 	}
 	return out

@@ -143,13 +143,19 @@ func (g group) jobs(exp *experiment.Experiment) iter.Seq[measure.Job] {
 func (g group) left(done results.Done) []int {
 	left := make([]int, len(g.configs))
 	for i, c := range g.configs {
-		n := experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0))
+		n := configRequests(c)
 		if i == 0 {
 			n = experiment.AddSat(n, 1)
 		}
 		left[i] = max(n-done.Count(c.ID), 0)
 	}
 	return left
+}
+
+// configRequests returns a config's warm-up and measured requests: its whole load point, when
+// it has a load.
+func configRequests(c experiment.Config) int {
+	return experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0))
 }
 
 // sum adds counts that validation bounds (experiment.MaxRequests), saturating all the same.
@@ -370,7 +376,7 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		c := g.configs[j.Config]
 		if c.Load != nil && j.Phase != record.PhaseFirst {
 			// A load point: this job and the rest of its config's, sent as one block.
-			n := max(c.Warmup, 0) + max(c.Repetitions, 0)
+			n := configRequests(c)
 			for range n - 1 {
 				next()
 			}
@@ -747,7 +753,7 @@ func params(c experiment.Config, model string, prompts *promptSet) openai.Params
 		if distinctPrompts(c) {
 			// Sent alone (the server's first request): a prefix none of the load
 			// point's requests has.
-			prompt = prompts.prefix(c, max(c.Warmup, 0)+max(c.Repetitions, 0)) + " " + prompt
+			prompt = prompts.prefix(c, configRequests(c)) + " " + prompt
 		}
 	}
 	return openai.Params{
