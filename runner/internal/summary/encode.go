@@ -129,20 +129,27 @@ func loadCells(l results.LoadRow) []string {
 
 // writeLoadTable writes the load points as an aligned table; the caller checks w for errors.
 func writeLoadTable(w io.Writer, rows []results.LoadRow) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	wl, wm := len(loadHeader[0]), len(loadHeader[1])
-	for _, r := range rows {
-		wl, wm = max(wl, len([]rune(r.Label))), max(wm, len(r.LoadMode))
-	}
-	line := func(cells []string) {
-		cells[0] = cells[0] + strings.Repeat(" ", wl-len([]rune(cells[0])))
-		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
-	}
-	line(loadHeaderOf(rows))
 	server := hasLoadServer(rows)
+	cells := [][]string{loadHeaderOf(rows)}
 	for _, r := range rows {
-		line(loadCellsOf(r, server))
+		cells = append(cells, loadCellsOf(r, server))
+	}
+	writeAligned(w, cells)
+}
+
+// writeAligned writes lines of cells as a table: the first two columns, which hold text,
+// aligned left, the numbers after them aligned right. The caller checks w for errors.
+func writeAligned(w io.Writer, lines [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// tabwriter aligns every column right: pad the two text columns here.
+	w0, w1 := 0, 0
+	for _, c := range lines {
+		w0, w1 = max(w0, len([]rune(c[0]))), max(w1, len([]rune(c[1])))
+	}
+	for _, c := range lines {
+		c[0] += strings.Repeat(" ", w0-len([]rune(c[0])))
+		c[1] += strings.Repeat(" ", w1-len([]rune(c[1])))
+		fmt.Fprintln(tw, strings.Join(c, "\t")+"\t")
 	}
 	tw.Flush()
 }
@@ -197,20 +204,10 @@ func (e *TextEncoder) Encode(s *Report) error {
 	return w.Err()
 }
 
-// writeTable writes rows as an aligned table; the caller checks w for errors.
+// writeTable writes rows as an aligned table, a config's label on its first row only; the
+// caller checks w for errors.
 func writeTable(w io.Writer, rows []results.SummaryRow) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	// Left-align the two text columns by padding them here; tabwriter aligns the numbers right.
-	wl, wm := len(header[0]), len(header[1])
-	for _, r := range rows {
-		wl, wm = max(wl, len([]rune(r.Label))), max(wm, len(r.Metric))
-	}
-	line := func(cells []string) {
-		cells[0] = cells[0] + strings.Repeat(" ", wl-len([]rune(cells[0])))
-		cells[1] = cells[1] + strings.Repeat(" ", wm-len(cells[1]))
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
-	}
-	line(append([]string(nil), header...))
+	lines := [][]string{append([]string(nil), header...)}
 	prev := ""
 	for _, r := range rows {
 		c := cells(r)
@@ -218,9 +215,9 @@ func writeTable(w io.Writer, rows []results.SummaryRow) {
 			c[0] = ""
 		}
 		prev = r.ConfigID
-		line(c)
+		lines = append(lines, c)
 	}
-	tw.Flush()
+	writeAligned(w, lines)
 }
 
 // MarkdownEncoder writes a Report as markdown, for a pull request or a wiki: the same parts as
