@@ -124,18 +124,22 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 	var clientTTFT time.Duration
 	withTTFT := 0
 	distinct := distinctPrompts(c)
+	// The body's parameters are the same for every request of the load point but the prompt
+	// of a distinct one: built once here, copied for each request (its maps are only read).
+	base := params(c, srv.Model(), prompts)
+	if perRequest || resetOnce {
+		base = withResetFields(base, srv.CacheResetFields())
+	}
+	tail := prompts.prompt(keyOf(c)) // the prompt after a distinct prefix
 	prepare := func(ctx context.Context, i int) (measure.Spec, error) {
 		if perRequest {
 			if err := srv.ResetCache(ctx); err != nil {
 				return measure.Spec{}, resetError{err}
 			}
 		}
-		p := params(c, srv.Model(), prompts)
+		p := base
 		if distinct {
-			p.Prompt = prompts.prefix(c, i) + " " + prompts.prompt(keyOf(c))
-		}
-		if perRequest || resetOnce {
-			p = withResetFields(p, srv.CacheResetFields())
+			p.Prompt = prompts.prefix(c, i) + " " + tail
 		}
 		return measure.Spec{Params: p, Timeout: c.Timeouts.Request}, nil
 	}
