@@ -64,18 +64,23 @@ func TestCPUDemo(t *testing.T) {
 			t.Errorf("%s (%s): %s %s", id, c.Label, r.ErrorClass, r.Error)
 			continue
 		}
-		// Plausible on this CPU: a first token within 30 s, a token within 1 s, and TPOT
-		// at least 10 µs (a smaller figure would mean the events were not timed as they came).
-		if r.TTFT == nil || *r.TTFT <= 0 || *r.TTFT > 30*time.Second {
+		// What the definitions require, whatever the machine's speed (a busy machine makes
+		// every figure larger, and nothing here bounds them from above): TTFT and both TPOTs
+		// positive, TPOT at least 10 µs (a smaller figure would mean the events were not timed
+		// as they came: ollama's CPU decode of a token takes far longer), and the events in
+		// order, ttft ≤ last text ≤ e2e, with tpot_event the mean gap between them.
+		if r.TTFT == nil || *r.TTFT <= 0 {
 			t.Errorf("%s: ttft %v", id, r.TTFT)
 		}
 		for name, v := range map[string]*time.Duration{"tpot_event": r.TPOTEvent, "tpot_token": r.TPOTToken} {
-			if v == nil || *v < 10*time.Microsecond || *v > time.Second {
+			if v == nil || *v < 10*time.Microsecond {
 				t.Errorf("%s: %s %v", id, name, v)
 			}
 		}
-		if r.E2E == nil || *r.E2E < *r.LastText || *r.LastText < *r.TTFT {
+		if r.TTFT == nil || r.LastText == nil || r.E2E == nil || *r.E2E < *r.LastText || *r.LastText < *r.TTFT {
 			t.Errorf("%s: ttft %v, last text %v, e2e %v out of order", id, r.TTFT, r.LastText, r.E2E)
+		} else if r.TPOTEvent != nil && r.TextEvents > 1 && *r.TPOTEvent != (*r.LastText-*r.TTFT)/time.Duration(r.TextEvents-1) {
+			t.Errorf("%s: tpot_event %v, want (last text %v − ttft %v) / %d gaps", id, *r.TPOTEvent, *r.LastText, *r.TTFT, r.TextEvents-1)
 		}
 		if r.OutputTokens == nil || *r.OutputTokens != c.Request.MaxTokens {
 			t.Errorf("%s: %v output tokens, want max_tokens %d", id, r.OutputTokens, c.Request.MaxTokens)

@@ -2,6 +2,8 @@ package measure
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,27 +12,26 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/sim"
 )
 
-// lateBound bounds how late, under load, the client may timestamp an event after the simulator
-// sent it. With one stream the lag is tens of microseconds (see tolerance); with 16 streams
-// whose events the simulator sends at the same moments (every stream decodes in lockstep, the
-// way one batch of a real server does), an event also waits for the reader goroutines of the
-// events ahead of it, about 10 µs each, and on 2 shared cores for a thread that another
-// process holds: a time slice of the kernel's scheduler is a few milliseconds, so a few of
-// them fit in the bound. On a machine running its test suite, other test binaries included,
-// the whole client process has been seen to stall for 23 ms at a load average of 8 on 2 cores,
-// every stream at once: the bound is 50 ms, and the decode step above it, so that a timing
-// one step off is still caught.
+// lateBound bounds the median lag of a request's events under load: how late the client
+// timestamps an event after the simulator stamped it sent. With 16 streams whose events the
+// simulator sends at the same moments (every stream decodes in lockstep, the way one batch of
+// a real server does), an event also waits for the reader goroutines of the events ahead of it,
+// about 10 µs each, and on 2 shared cores for a thread that another process holds.
 //
-// Every check follows from "each event's lag lies in [0, lateBound]", since t0 is the client's
-// own clock on both sides of each comparison:
-//   - ttft is off by the first text event's lag: at most lateBound;
-//   - tpot_event is off by the difference of the last and first text events' lags over the
-//     gaps between them: at most lateBound/(text events − 1);
-//   - tpot_token likewise over the tokens after the first text event.
-//
-// A timing taken in the wrong place is off by at least one decode step (truthDecode, above
-// lateBound) in ttft, and by about a decode step per gap in tpot when every event is timed
-// together; so the bound still catches what TestGroundTruth catches.
+// The checks do not ask every event to be on time: a machine running other work can stall the
+// whole test process for seconds (1.9 s has been seen), and an event the simulator stamped just
+// before such a stall is read after it. The simulator runs in the same process, so a stall
+// holds its sends back too and the events after it are stamped late as well: a stall makes one
+// event of a stream late, not the stream. What a wrong timing does is different: an event timed
+// in the wrong place (after the next read, at the end of the stream, a step late) is late by a
+// decode step or more in most of a request's events, and truthDecode is above lateBound. So:
+//   - every event arrives after it was sent, never before (the clock is read in the right
+//     order);
+//   - the median lag of a request's events is at most lateBound (events are timed as they
+//     come);
+//   - ttft, tpot_event and tpot_token are exactly what the definitions give from the client's
+//     own event times and the simulator's token counts, with the first and last text events
+//     the simulator's, not the client's idea of them.
 const (
 	lateBound   = 50 * time.Millisecond
 	truthDecode = 60 * time.Millisecond
@@ -90,7 +91,9 @@ func TestGroundTruthUnderLoad(t *testing.T) {
 					t.Fatalf("request %d: status %q: %s %s", i, rec.Status, rec.ErrorClass, rec.Error)
 				}
 				most = max(most, rec.InFlight)
-				checkTruth(t, i, rec, stamps(t, tee.body(i)))
+				for _, p := range truthProblems(rec, stamps(t, tee.body(i)), lateBound) {
+					t.Errorf("request %d: %s", i, p)
+				}
 			}
 			// The load was real: the streams overlapped.
 			if most != streams {
@@ -100,11 +103,12 @@ func TestGroundTruthUnderLoad(t *testing.T) {
 	}
 }
 
-// checkTruth compares request i's metrics with the simulator's stamps on its events.
-func checkTruth(t *testing.T, i int, rec record.Request, gt []truth) {
-	t.Helper()
+// truthProblems compares request i's metrics with the simulator's stamps gt on its events, as
+// lateBound's comment says, with bound in place of lateBound, and returns what is off.
+func truthProblems(rec record.Request, gt []truth, bound time.Duration) []string {
+	var out []string
 	if len(gt) != rec.Events || len(gt) != len(rec.EventList) {
-		t.Fatalf("request %d: client saw %d events, server sent %d", i, rec.Events, len(gt))
+		return []string{fmt.Sprintf("client saw %d events, server sent %d", rec.Events, len(gt))}
 	}
 	var textIdx []int
 	for k, g := range gt {
@@ -113,47 +117,48 @@ func checkTruth(t *testing.T, i int, rec record.Request, gt []truth) {
 		}
 	}
 	if len(textIdx) < 2 {
-		t.Fatalf("request %d: %d text events, want at least 2", i, len(textIdx))
+		return []string{fmt.Sprintf("%d text events, want at least 2", len(textIdx))}
 	}
 	first, last := textIdx[0], textIdx[len(textIdx)-1]
 	tokensAfterFirst := 0
 	for _, g := range gt[first+1 : last+1] {
 		tokensAfterFirst += g.tokens
 	}
+	lags := make([]time.Duration, len(rec.EventList))
 	for k, e := range rec.EventList {
-		lag := rec.Start.Add(e.SinceT0).Sub(gt[k].sent)
+		lags[k] = rec.Start.Add(e.SinceT0).Sub(gt[k].sent)
 		// Two readings of the wall clock in one process cannot disagree by more than the
 		// drift between its wall and monotonic readings over one request: far below 1 ms.
-		if lag < -time.Millisecond || lag > lateBound {
-			t.Errorf("request %d: event %d arrived %v after it was sent, want [0, %v]", i, k, lag, lateBound)
+		if lags[k] < -time.Millisecond {
+			out = append(out, fmt.Sprintf("event %d arrived %v before it was sent", k, -lags[k]))
+		}
+		if k > 0 && e.SinceT0 < rec.EventList[k-1].SinceT0 {
+			out = append(out, fmt.Sprintf("event %d timed at %v, before event %d at %v", k, e.SinceT0, k-1, rec.EventList[k-1].SinceT0))
 		}
 	}
-	t0 := rec.Start
-	span := gt[last].sent.Sub(gt[first].sent)
-	checks := []struct {
-		name      string
-		got       *time.Duration
-		want, tol time.Duration
+	slices.Sort(lags)
+	if med := medianDuration(lags); med > bound {
+		out = append(out, fmt.Sprintf("median event lag %v, want at most %v (lags, sorted: %v)", med, bound, lags))
+	}
+	at := func(k int) time.Duration { return rec.EventList[k].SinceT0 }
+	span := at(last) - at(first)
+	for _, c := range []struct {
+		name string
+		got  *time.Duration
+		want time.Duration
 	}{
-		{"ttft", rec.TTFT, gt[first].sent.Sub(t0), lateBound},
-		{"tpot_event", rec.TPOTEvent, span / time.Duration(len(textIdx)-1), lateBound / time.Duration(len(textIdx)-1)},
-		{"tpot_token", rec.TPOTToken, span / time.Duration(tokensAfterFirst), lateBound / time.Duration(tokensAfterFirst)},
-	}
-	for _, c := range checks {
+		{"ttft", rec.TTFT, at(first)},
+		{"tpot_event", rec.TPOTEvent, span / time.Duration(len(textIdx)-1)},
+		{"tpot_token", rec.TPOTToken, span / time.Duration(tokensAfterFirst)},
+	} {
 		if c.got == nil {
-			t.Errorf("request %d: no %s", i, c.name)
-			continue
-		}
-		// ttft's error is one event's lag, never negative; the tpots' may go either way.
-		lo := -c.tol
-		if c.name == "ttft" {
-			lo = -time.Millisecond
-		}
-		if d := *c.got - c.want; d < lo || d > c.tol {
-			t.Errorf("request %d: %s = %v, ground truth %v (off by %v, tolerance [%v, %v])", i, c.name, *c.got, c.want, d, lo, c.tol)
+			out = append(out, "no "+c.name)
+		} else if *c.got != c.want {
+			out = append(out, fmt.Sprintf("%s = %v, want %v from the events' times", c.name, *c.got, c.want))
 		}
 	}
 	if !rec.TPOTTokenExact {
-		t.Errorf("request %d: tpot_token not exact; the simulator sent per-event token ids", i)
+		out = append(out, "tpot_token not exact; the simulator sent per-event token ids")
 	}
+	return out
 }

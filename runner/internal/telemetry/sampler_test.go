@@ -179,29 +179,37 @@ func TestSamplerJoinWaits(t *testing.T) {
 }
 
 func TestSamplerBroken(t *testing.T) {
+	// Each case waits for the failure it is about, never for a fixed time: a busy machine only
+	// makes the wait longer. The probe timeout and the stall limit are short only in the cases
+	// that test them, since a fake started on a loaded machine can take longer than 300 ms to
+	// answer, which would turn a failing probe into a probe that timed out.
+	const long = time.Minute
 	tests := []struct {
-		mode, want string
+		mode         string
+		probe, stall time.Duration
+		want         string
 	}{
-		{"error", "nvidia-smi failed (status 9): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
-		{"hangprobe", "nvidia-smi did not answer within 300ms"},
-		{"hang", "nvidia-smi gave no sample for"},
-		{"exit", "nvidia-smi exited (status 15) after 3 samples, while the server ran: Unable to determine the device handle"},
-		{"garbage", `lines of nvidia-smi output were not samples, the first "this is not a sample"`},
+		{"error", long, long, "nvidia-smi failed (status 9): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
+		{"hangprobe", 300 * time.Millisecond, long, "nvidia-smi did not answer within 300ms"},
+		{"hang", long, 300 * time.Millisecond, "nvidia-smi gave no sample for"},
+		{"exit", long, long, "nvidia-smi exited (status 15) after 3 samples, while the server ran: Unable to determine the device handle"},
+		{"garbage", long, long, `lines of nvidia-smi output were not samples, the first "this is not a sample"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
 			fakePATH(t, tc.mode)
-			s := Start(context.Background(), Options{ProbeTimeout: 300 * time.Millisecond, Stall: 300 * time.Millisecond})
+			s := Start(context.Background(), Options{ProbeTimeout: tc.probe, Stall: tc.stall})
 			if s == nil {
 				t.Fatal("no sampler: a broken nvidia-smi is not the absence of a GPU")
 			}
 			pid := s.PID()
-			time.Sleep(700 * time.Millisecond)
+			waitFor(t, "the warning "+tc.want, long, func() bool { return strings.Contains(s.Warning(), tc.want) })
 			rec := record.Request{Start: time.Now().Add(-100 * time.Millisecond), E2E: ptr(50 * time.Millisecond)}
 			s.Join(&rec) // returns: a request is never held up by a broken sampler for long
 			stopped := time.Now()
 			s.Stop()
-			if d := time.Since(stopped); d > 3*time.Second {
+			// A Stop that waited for the fake's sleep would take ten minutes.
+			if d := time.Since(stopped); d > long {
 				t.Errorf("Stop took %s", d)
 			}
 			if pid != 0 && !gone(pid) {
