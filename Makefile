@@ -2,24 +2,35 @@
 GO      ?= go
 BIN     ?= bin/runner
 PKGS    := ./...
+# A pipe fails when any command in it fails: `go test -json | testprogress` fails with go test.
+SHELL       := bash
+.SHELLFLAGS := -o pipefail -ec
+# The production binary carries no symbol table or DWARF: half the size, and panics still show
+# file:line stacks.
+LDFLAGS ?= -s -w
+# testprogress prints each package's line as it finishes, and which are still running.
+PROGRESS := $(GO) run ./.ci/testprogress
 
-.PHONY: help build test test-short lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
+.PHONY: help build test test-engine test-short lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/runner
-	$(GO) build -o $(BIN) ./runner
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./runner
 
-test: ## run every test (the real CPU engine cases run when its binary is present)
-	$(GO) test -count=1 -timeout 45m $(PKGS)
+test: ## run the test suite (minutes): every package, the simulator end to end; not the real engine
+	$(GO) test -json -count=1 -timeout 20m $(PKGS) | $(PROGRESS)
+
+test-engine: ollama ## run the tests that boot the real CPU engine (builds it first)
+	RUNNER_ENGINE_TESTS=1 $(GO) test -json -count=1 -timeout 20m -run '^TestCPUEngine' ./runner ./runner/internal/engine | $(PROGRESS)
 
 test-short: ## run the fast unit tests only
 	$(GO) test -short -count=1 $(PKGS)
 
 lint: ## check formatting and run go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
+	$(GO) vet $(PKGS) ./.ci/testprogress
 
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')

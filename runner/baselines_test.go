@@ -28,8 +28,10 @@ func committedBaselines(t *testing.T) []string {
 // folders, as users' CI does with theirs: a change of the folder format that would break a
 // committed baseline fails here first.
 func TestCommittedBaselinesAreRead(t *testing.T) {
+	t.Parallel()
 	for _, dir := range committedBaselines(t) {
 		t.Run(filepath.Base(filepath.Dir(dir)), func(t *testing.T) {
+			t.Parallel()
 			for _, format := range []string{"text", "markdown", "csv", "json"} {
 				stdout, stderr, code := runCmd(t, "summary", dir, "--format", format)
 				if code != 0 || stdout == "" || stderr != "" {
@@ -64,6 +66,7 @@ func TestCommittedBaselinesAreRead(t *testing.T) {
 // the gate CI uses: the gate must fail, on the time per output token. The configs are joined by
 // label, since the slower simulator's arguments change every config id.
 func TestSimSmokeGateFailsOnSlowerSimulator(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	src, err := os.ReadFile(filepath.Join("..", "experiments", "sim-smoke.yaml"))
 	if err != nil {

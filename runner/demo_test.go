@@ -9,29 +9,22 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
+	"github.com/onelayerdown/runner/runner/internal/engine/enginetest"
 	"github.com/onelayerdown/runner/runner/internal/gguf"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
-// TestCPUDemo runs the committed experiments/cpu-demo.yaml end to end on the real CPU engine:
+// TestCPUEngineDemo runs the committed experiments/cpu-demo.yaml end to end on the real CPU engine:
 // the built runner boots ollama on a model it generated, sends every request, and writes a
 // result folder, which is then checked: every row present and ok, TTFT and TPOT positive and
 // plausible, output tokens equal to max_tokens (the model never stops early), every prompt
 // billed by the server exactly the prompt_tokens asked for, and no server process left behind.
 //
-// It needs an ollama binary (`make ollama` builds one). Without it the test skips, unless
-// RUNNER_REQUIRE_ENGINE=1 (as CI sets), which makes a missing engine a failure.
-func TestCPUDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots the real CPU engine")
-	}
-	if _, err := engine.FindOllama(); err != nil {
-		if os.Getenv("RUNNER_REQUIRE_ENGINE") == "1" {
-			t.Fatalf("RUNNER_REQUIRE_ENGINE=1 but no ollama binary: %v", err)
-		}
-		t.Skipf("no ollama binary (run make ollama): %v", err)
-	}
+// It runs under make test-engine, which builds the engine (see enginetest).
+func TestCPUEngineDemo(t *testing.T) {
+	t.Parallel()
+	enginetest.Require(t, engine.FindOllama)
 	bin := buildRunner(t)
 	e, configs, exp := committedExperiment(t, "cpu-demo")
 	// The experiment names its model relative to the working directory: run in a fresh one

@@ -33,6 +33,7 @@ type faultCase struct {
 // case it checks the error class of every row, that the folder holds exactly the planned rows,
 // that runner summary reads it, and that no process is left.
 func TestFaultMatrix(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	const reps = 2
 	cases := []faultCase{
@@ -74,6 +75,7 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			marker := fmt.Sprintf("fault-model-%d", time.Now().UnixNano())
 			timeout := tc.timeout

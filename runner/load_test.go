@@ -43,6 +43,7 @@ repetitions: %d
 // point runs again whole, so the folder ends with every request exactly once and no row of the
 // interrupted load point mixed with the new ones.
 func TestRunLoadResumedWhole(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the runner and runs the simulator")
 	}

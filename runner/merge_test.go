@@ -42,6 +42,7 @@ func writeMergeShards(t *testing.T, root string) (shards []string, ids []string)
 // TestMergeCommand checks runner merge's exit statuses and what it prints, and that summary
 // reads the merged folder.
 func TestMergeCommand(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards, ids := writeMergeShards(t, root)
 	plain := resultstest.Sweep{Name: "merge-fixture", Prompts: []int{16}, Outputs: []int{8}, A: 20, Chunk: []float64{1}}.

@@ -28,6 +28,7 @@ func sweepFolder(t *testing.T, name string) string {
 }
 
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	t.Run("default output", func(t *testing.T) {
 		dir := sweepFolder(t, "new")
 		stdout, stderr, code := runCmd(t, "report", dir)

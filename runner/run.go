@@ -43,12 +43,14 @@ a request that failed) or the run could not finish; 2 on an invalid experiment f
 flags; 130 when interrupted.`
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--shard I/N|auto/N|auto] [--dry-run] [--quiet] [--record-failures]", runDescription, stderr)
+	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--shard I/N|auto/N|auto] [--dry-run] [--quiet] [--wide] [--stop-grace D] [--record-failures]", runDescription, stderr)
 	root := fs.String("results", "results", "the folder that result folders are created in")
 	resume := fs.String("resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
 	dryRun := fs.Bool("dry-run", false, "check and plan the experiment, then stop without booting anything")
+	wide := fs.Bool("wide", false, "end with the summary's every column (p99, mean, stddev) instead of a table that fits 100 columns")
 	quiet := fs.Bool("quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the plan (I from 0); auto/N or auto read the index, and the count, from a Kubernetes Indexed Job's or a Slurm array's environment")
+	stopGrace := fs.Duration("stop-grace", engine.DefaultStopGrace, "how long a booted server gets to exit after SIGTERM before it is killed")
 	recordFailures := fs.Bool("record-failures", false, "when a server's executable cannot be found, write the result folder anyway, with its requests recorded as failed")
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
@@ -56,6 +58,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if len(files) != 1 {
 		return usageError("run: want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
+	}
+	if *stopGrace < 0 {
+		return usageError("run: --stop-grace %s: want a duration of zero or more (0 means %s)", *stopGrace, engine.DefaultStopGrace)
 	}
 	file := files[0]
 	exp, cfgs, err := loadExperiment("run", file)
@@ -157,6 +162,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	out, runErr := orchestrate.Run(ctx, orchestrate.Options{
 		Experiment: exp, Configs: cfgs, Done: done, Logs: folder.ServerLog,
 		Subscribers: []orchestrate.Subscriber{orchestrate.Record(folder), progress},
+		StopGrace:   *stopGrace,
 	})
 
 	status := results.StatusComplete
@@ -184,7 +190,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if err := summary.NewTextEncoder(stdout).Encode(rep); err != nil {
+	if err := summary.NewTextEncoder(stdout).Wide(*wide).Encode(rep); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintf(stdout, "\nresults: %s\n", folder.Dir()); err != nil {

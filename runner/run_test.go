@@ -179,6 +179,7 @@ cache: reset
 // TestRunSim runs an experiment end to end against the simulator, as a user would: the built
 // binary, a real child server, a result folder on disk.
 func TestRunSim(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	marker := fmt.Sprintf("e2e-model-%d", time.Now().UnixNano())
@@ -243,6 +244,7 @@ func TestRunSim(t *testing.T) {
 // interrupted and no server survives, then resumes it and checks that every request is there
 // exactly once.
 func TestRunInterruptAndResume(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	marker := fmt.Sprintf("resume-model-%d", time.Now().UnixNano())
@@ -318,8 +320,10 @@ func TestRunInterruptAndResume(t *testing.T) {
 // not stop exits at once. Either way the manifest on disk says interrupted, never running, the
 // folder resumes, and no server survives.
 func TestRunSecondSignal(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	t.Run("two terms at once", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		marker := fmt.Sprintf("signal-model-%d", time.Now().UnixNano())
 		file := writeExperiment(t, dir, "e2e", simExperiment(marker, `"--decode-per-token", "15ms"`, 4))
@@ -339,9 +343,11 @@ func TestRunSecondSignal(t *testing.T) {
 		checkInterruptedAndResume(t, bin, file, onlyFolder(t, root, "e2e"), 11)
 	})
 	t.Run("second interrupt while stopping", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		marker := fmt.Sprintf("signal-model-%d", time.Now().UnixNano())
-		// A server whose shell ignores SIGTERM: stopping it takes the whole grace period.
+		// A server whose shell ignores SIGTERM: stopping it takes the whole grace period, here
+		// 2 s instead of the default 10 s.
 		script := fmt.Sprintf("trap '' TERM; %s sim --port {port} --model %s --decode-per-token 15ms & while :; do sleep 0.05; done", bin, marker)
 		file := writeExperiment(t, dir, "e2e", fmt.Sprintf(`
 version: 1
@@ -372,7 +378,7 @@ cache: keep
 				return true
 			}
 			return false
-		})
+		}, "--stop-grace", "2s")
 		if !strings.Contains(log, "exiting now") || !strings.Contains(log, "marked interrupted") {
 			t.Errorf("a second Ctrl-C did not exit at once, marking the folder:\n%s", log)
 		}
@@ -388,9 +394,9 @@ cache: keep
 
 // interruptRun runs the runner on file and calls act with each line it writes on stderr until
 // act returns true; it then waits for the runner, checks it exited 130, and returns stderr.
-func interruptRun(t *testing.T, bin, file, root string, act func(p *os.Process, line string) bool) string {
+func interruptRun(t *testing.T, bin, file, root string, act func(p *os.Process, line string) bool, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, file, "--results", root)
+	cmd := exec.Command(bin, append([]string{file, "--results", root}, flags...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -443,6 +449,7 @@ func checkInterruptedAndResume(t *testing.T, bin, file, folder string, want int)
 // runner sends) or to start the server without one, not suggest server.api_key_env, which
 // engine sim does not take. Given as --api-key, the same key works.
 func TestRunBootWantsAKey(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	marker := fmt.Sprintf("key-model-%d", time.Now().UnixNano())
@@ -470,6 +477,7 @@ func TestRunBootWantsAKey(t *testing.T) {
 // TestRunBootFailure checks that a server that cannot boot fails its configs with the engine's
 // hint, leaves no process, and exits 1.
 func TestRunBootFailure(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	marker := fmt.Sprintf("bootfail-model-%d", time.Now().UnixNano())
@@ -522,6 +530,7 @@ func TestRunBootFailure(t *testing.T) {
 // run at once, with the engine's hint, before anything is written; --record-failures writes the
 // folder of failed requests instead.
 func TestRunMissingExecutable(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	file := writeExperiment(t, dir, "e2e", `
@@ -560,6 +569,7 @@ repetitions: 2
 // TestRunServerCrash checks that a server that dies mid-stream fails the request in flight and
 // the rest of its requests, quickly, and that the run goes on to finish the folder.
 func TestRunServerCrash(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	marker := fmt.Sprintf("crash-model-%d", time.Now().UnixNano())
@@ -592,6 +602,7 @@ func TestRunServerCrash(t *testing.T) {
 
 // TestRunEndpoint measures a server that is already running (engine: endpoint), in process.
 func TestRunEndpoint(t *testing.T) {
+	t.Parallel()
 	c := sim.DefaultConfig()
 	c.Model = "endpoint-model"
 	c.DecodePerToken = time.Millisecond

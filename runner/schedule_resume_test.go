@@ -19,6 +19,7 @@ import (
 // message that says why, since the same seed would give another order; one drawn by this
 // runner's algorithm resumes.
 func TestResumeRefusesAnotherShuffle(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	marker := fmt.Sprintf("shuffle-model-%d", time.Now().UnixNano())

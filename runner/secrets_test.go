@@ -52,6 +52,7 @@ var e2eSecrets = []string{"sk-e2e-args-0123456789", "hf_e2e_env_abcdefgh", "my-e
 // one that boots and one that fails to, and reads every byte of every file of each result
 // folder: no secret may be in any of them, nor in what the runner prints.
 func TestRunKeepsSecretsOutOfTheFolder(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	tests := []struct {
 		name      string
@@ -63,6 +64,7 @@ func TestRunKeepsSecretsOutOfTheFolder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			marker := fmt.Sprintf("secrets-model-%d", time.Now().UnixNano())
 			file := writeExperiment(t, dir, "secrets", secretsExperiment(marker, tt.extraArgs))

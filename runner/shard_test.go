@@ -222,6 +222,7 @@ cache: reset
 // the merged folder holds every planned request exactly once, the configs of the single run, and
 // reads as the single run does to runner diff.
 func TestShardsThenMerge(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	dir := t.TempDir()
 	marker := fmt.Sprintf("fleet-model-%d", time.Now().UnixNano())
@@ -271,6 +272,7 @@ func TestShardsThenMerge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			root := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
 			runShards(t, bin, tt.shards(root))
 			checkNoSurvivors(t, marker)

@@ -23,15 +23,16 @@ prompt or output length), least squares over the measured requests: ttft_ms ≈ 
 b·prompt_tokens and e2e_ms ≈ ttft_ms + c·(output_tokens − 1), with 95% intervals from
 Student's t and R²; json carries them as "fits". runner report draws them.
 
-Formats: text, an aligned table; markdown, a table for a pull request or a wiki; csv, the rows
+Formats: text, an aligned table that fits 100 columns (--wide: every column); markdown, a table for a pull request or a wiki; csv, the rows
 of summary.csv; json, one object with the folder's facts and "rows". Durations are in
 milliseconds, counts in units; a missing value is "-" in text and markdown, empty in csv and null
 in json.`
 
 // cmdSummary prints the summary of one result folder.
 func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("summary", "runner summary RESULT_DIR [--format text|markdown|csv|json]", summaryDescription, stderr)
+	fs := newFlagSet("summary", "runner summary RESULT_DIR [--format text|markdown|csv|json] [--wide]", summaryDescription, stderr)
 	format := fs.String("format", "text", "output format: text, markdown, csv or json")
+	wide := fs.Bool("wide", false, "text: show every column (p99, mean, stddev) instead of a table that fits 100 columns")
 	dirs, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
 		return err
@@ -46,6 +47,9 @@ func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	rep, err := summary.Load(dirs[0])
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("summary: %w", err)}
+	}
+	if t, ok := enc.(*summary.TextEncoder); ok {
+		t.Wide(*wide)
 	}
 	for _, n := range rep.Notes {
 		warnf(stderr, "summary: %s: %s", dirs[0], n)

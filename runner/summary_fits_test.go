@@ -14,6 +14,7 @@ import (
 // TestSummaryFitsAgreeWithReport checks that runner summary shows the same prefill/decode fit
 // as the report's fits.csv, on a folder that sweeps both prompt and output lengths.
 func TestSummaryFitsAgreeWithReport(t *testing.T) {
+	t.Parallel()
 	dir := sweepFolder(t, "new")
 	text, stderr, code := runCmd(t, "summary", dir)
 	if code != 0 || stderr != "" {

@@ -19,9 +19,11 @@ import (
 // line, its environment (VLLM_SERVER_DEV_MODE for the cache reset), readiness, the cache reset
 // before every request, and the whole measurement path, without a GPU or vLLM itself.
 func TestVLLMExperimentsAgainstSim(t *testing.T) {
+	t.Parallel()
 	bin := buildRunner(t)
 	for _, name := range []string{"baseline", "prefill-sweep", "decode-sweep"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			e, configs, file := committedExperiment(t, name)
 			dir := t.TempDir()
 			stand := filepath.Join(dir, "bin")
@@ -31,12 +33,13 @@ func TestVLLMExperimentsAgainstSim(t *testing.T) {
 			argvFile := filepath.Join(dir, "argv")
 			envFile := filepath.Join(dir, "env")
 			script := fmt.Sprintf(`#!/bin/sh
-# A stand-in for vLLM: record how it was started, then serve the simulator.
+# A stand-in for vLLM: record how it was started, then serve the simulator, fast: the
+# timings added after vLLM's arguments override the simulator's defaults.
 printf '%%s\n' "$@" > %q
 echo "VLLM_SERVER_DEV_MODE=$VLLM_SERVER_DEV_MODE" > %q
 [ "$1" = serve ] || { echo "unexpected entrypoint: $1" >&2; exit 64; }
 shift
-exec %q sim "$@"
+exec %q sim "$@" --queue-delay 0s --prefill-per-token 1us --decode-per-token 200us
 `, argvFile, envFile, bin)
 			if err := os.WriteFile(filepath.Join(stand, "vllm"), []byte(script), 0o755); err != nil {
 				t.Fatal(err)

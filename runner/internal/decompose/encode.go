@@ -13,7 +13,9 @@ var Heading = fmt.Sprintf("prefill/decode fit (least squares over per-request ro
 	Level*100)
 
 // TextEncoder writes the fits of sweeps as a trailing block of aligned text: a blank line, the
-// heading, then each sweep's two fits with their notes. No sweeps write nothing.
+// heading, then each sweep's two fits, each as its equation, its coefficients, its R² and what
+// it was fitted on, and its notes, on lines of their own so that they fit 100 columns. No
+// sweeps write nothing.
 type TextEncoder struct{ w io.Writer }
 
 // NewTextEncoder returns a TextEncoder writing to w.
@@ -29,9 +31,13 @@ func (e *TextEncoder) Encode(sweeps []Sweep) error {
 	for _, s := range sweeps {
 		fmt.Fprintf(w, "  %s:\n", s.Name)
 		for _, f := range []Fit{s.Prefill, s.Decode} {
-			fmt.Fprintf(w, "    %-7s  %s: %s\n", f.Model, f.Model.Equation(), f.Describe())
+			coefs, quality := f.describe()
+			fmt.Fprintf(w, "    %-7s  %s\n             %s\n", f.Model, f.Model.Equation(), coefs)
+			if quality != "" {
+				fmt.Fprintf(w, "             %s\n", quality)
+			}
 			for _, x := range f.Warnings {
-				fmt.Fprintf(w, "             note: %s\n", x)
+				fmt.Fprintln(w, tabular.Wrap("note: "+x, tabular.Width, "             ", "                   "))
 			}
 		}
 	}

@@ -26,7 +26,7 @@ func TestEncoders(t *testing.T) {
 		want []string
 	}{
 		{"text", func(w *bytes.Buffer) interface{ Encode([]Sweep) error } { return NewTextEncoder(w) }, NewTextEncoder(failWriter{}),
-			[]string{"\n" + Heading + ":\n  api=chat:\n", "    decode   e2e_ms ≈ ttft_ms + c·(output_tokens − 1): not fitted: no rows\n             note: a | note\n"}},
+			[]string{"\n" + Heading + ":\n  api=chat:\n", "    decode   e2e_ms ≈ ttft_ms + c·(output_tokens − 1)\n             not fitted: no rows\n             note: a | note\n"}},
 		{"markdown", func(w *bytes.Buffer) interface{ Encode([]Sweep) error } { return NewMarkdownEncoder(w) }, NewMarkdownEncoder(failWriter{}),
 			[]string{"\n**Prefill/decode fit** (least squares", "| api=chat | `ttft_ms ≈ a + b·prompt_tokens` | not fitted: one prompt length only |  |\n", `a \| note`}},
 	}

@@ -320,18 +320,27 @@ func FormatEstimate(e Estimate, unit string) string {
 // Describe returns the fit in one line: its coefficients with their intervals, R², and the rows
 // it rests on; or why there is none.
 func (f *Fit) Describe() string {
+	coefs, quality := f.describe()
+	if quality == "" {
+		return coefs
+	}
+	return coefs + ", " + quality
+}
+
+// describe returns Describe's two parts: the coefficients (or why there are none), and the fit's
+// R² and what it was fitted on ("" when it was not fitted).
+func (f *Fit) describe() (coefs, quality string) {
 	if !f.OK() {
-		return "not fitted: " + f.Skipped
+		return "not fitted: " + f.Skipped, ""
 	}
-	var b strings.Builder
 	if f.Model == Prefill {
-		fmt.Fprintf(&b, "a = %s, b = %s", FormatEstimate(f.Line.Intercept, "ms"), FormatEstimate(f.Line.Slope, "ms/token"))
+		coefs = fmt.Sprintf("a = %s, b = %s", FormatEstimate(f.Line.Intercept, "ms"), FormatEstimate(f.Line.Slope, "ms/token"))
 	} else {
-		fmt.Fprintf(&b, "c = %s", FormatEstimate(f.Line.Slope, "ms/token"))
+		coefs = fmt.Sprintf("c = %s", FormatEstimate(f.Line.Slope, "ms/token"))
 	}
-	fmt.Fprintf(&b, ", R² %s, %d requests of %d configs", Num(f.Line.R2), f.Line.N, f.Configs)
+	quality = fmt.Sprintf("R² %s, %d requests of %d configs", Num(f.Line.R2), f.Line.N, f.Configs)
 	if f.Model == Prefill {
-		fmt.Fprintf(&b, " (prompt tokens %s)", f.PromptSource)
+		quality += fmt.Sprintf(" (prompt tokens %s)", f.PromptSource)
 	}
-	return b.String()
+	return coefs, quality
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/engine/enginetest"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/gguf"
 )
@@ -183,18 +184,12 @@ func TestOllamaPreset(t *testing.T) {
 	}
 }
 
-// TestOllamaServesTinyModel boots the real engine on a generated model, when an ollama binary
-// is available (see FindOllama; `make ollama` builds one). It checks that the preset registers
+// TestCPUEngineServesTinyModel boots the real engine on a generated model, under make
+// test-engine (see enginetest). It checks that the preset registers
 // and preloads the model before Start returns, that a streamed completion runs to max_tokens
 // with many text events, and that Stop leaves no process of the group behind.
-func TestOllamaServesTinyModel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("boots a real engine")
-	}
-	bin, err := FindOllama()
-	if err != nil {
-		t.Skipf("no ollama binary: %v", err)
-	}
+func TestCPUEngineServesTinyModel(t *testing.T) {
+	bin := enginetest.Require(t, FindOllama)
 	t.Logf("ollama: %s", bin)
 	model := filepath.Join(t.TempDir(), "tiny.gguf")
 	if err := gguf.WriteTinyLlamaFile(model, gguf.DefaultParams()); err != nil {

@@ -45,6 +45,9 @@ type Options struct {
 	// StopTimeout bounds how long stopping a server may take once the run is over or
 	// interrupted.
 	StopTimeout time.Duration
+	// StopGrace is how long a booted server gets to exit after SIGTERM before SIGKILL; 0
+	// means engine.DefaultStopGrace.
+	StopGrace time.Duration
 	// Telemetry configures the GPU sampler run beside each server the run boots (its
 	// ServerID and ProcessGroup are filled in per server); the zero value samples with the
 	// nvidia-smi on the PATH, where there is one. NoTelemetry turns sampling off.
@@ -214,6 +217,7 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		LogName:    logName,
 		Progress:   bootOutput{subs, g.serverID},
 		Executable: o.Executable,
+		StopGrace:  o.StopGrace,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	mstats "github.com/montanaflynn/stats"
 )
@@ -88,16 +89,53 @@ func Summarize(xs []float64) Summary {
 	if lo, hi, level, ok := MedianCI(sorted, Level); ok {
 		s.MedianCILow, s.MedianCIHigh, s.MedianCILevel = lo, hi, level
 	} else {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d: too few samples for a %g%% median interval (need %d)",
+		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d: "+tooFewForCI+" %g%% median interval (need %d)",
 			s.N, Level*100, MinSamplesForCI(Level)))
 	}
 
 	// With linear interpolation, a percentile whose rank reaches the second-largest value is
 	// only a blend of the two largest samples; say so rather than let it read as a tail.
-	if s.N >= 2 && int(0.95*float64(s.N-1)) >= s.N-2 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d: p95 and p99 lie between the two largest values", s.N))
-	} else if s.N >= 2 && int(0.99*float64(s.N-1)) >= s.N-2 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d: p99 lies between the two largest values", s.N))
+	if tailBlended(s.N, 0.95) {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d: %s", s.N, bothBlended))
+	} else if tailBlended(s.N, 0.99) {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("n=%d: %s", s.N, p99Blended))
 	}
 	return s
+}
+
+// The texts of Summarize's warnings that Advice knows.
+const (
+	bothBlended = "p95 and p99 lie between the two largest values"
+	p99Blended  = "p99 lies between the two largest values"
+	tooFewForCI = "too few samples for a"
+)
+
+// tailBlended reports whether, among n values, percentile p (a fraction) is interpolated
+// between the two largest, as Summarize computes percentiles.
+func tailBlended(n int, p float64) bool { return n >= 2 && int(p*float64(n-1)) >= n-2 }
+
+// MinSamplesForTail returns the smallest number of values for which percentile p (a fraction)
+// lies below the second largest value: 22 for p95, 102 for p99.
+func MinSamplesForTail(p float64) int {
+	n := 2
+	for tailBlended(n, p) {
+		n++
+	}
+	return n
+}
+
+// Advice says what would answer a warning of Summarize: how many measured requests per config
+// make a percentile a tail of its own, or give the median its interval. It is empty for a
+// warning that more requests do not answer.
+func Advice(warning string) string {
+	switch {
+	case strings.HasSuffix(warning, bothBlended):
+		return fmt.Sprintf("%d measured requests per config make p95 a tail of its own, %d make p99 one",
+			MinSamplesForTail(0.95), MinSamplesForTail(0.99))
+	case strings.HasSuffix(warning, p99Blended):
+		return fmt.Sprintf("%d measured requests per config make p99 a tail of its own", MinSamplesForTail(0.99))
+	case strings.Contains(warning, tooFewForCI):
+		return fmt.Sprintf("%d measured requests per config give the median its %g%% interval", MinSamplesForCI(Level), Level*100)
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -173,5 +174,59 @@ func TestMedianCICoverageNeverBelowLevel(t *testing.T) {
 		if narrower := 1 - 2*(1-level)/2 - 2*binomHalf(n, l); narrower >= Level {
 			t.Errorf("n=%d: rank %d is not the largest: rank %d still covers %v", n, l, l+1, narrower)
 		}
+	}
+}
+
+func TestMinSamplesForTail(t *testing.T) {
+	for _, tt := range []struct {
+		p    float64
+		want int
+	}{{0.95, 22}, {0.99, 102}, {0.5, 4}} {
+		got := MinSamplesForTail(tt.p)
+		if got != tt.want {
+			t.Errorf("MinSamplesForTail(%g) = %d, want %d", tt.p, got, tt.want)
+		}
+		// The warning Summarize gives must agree: present one value below, absent at it.
+		vals := func(n int) []float64 {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = float64(i)
+			}
+			return v
+		}
+		if tt.p == 0.95 {
+			if w := strings.Join(Summarize(vals(got-1)).Warnings, "; "); !strings.Contains(w, "p95") {
+				t.Errorf("n=%d: warnings %q, want one about p95", got-1, w)
+			}
+			if w := strings.Join(Summarize(vals(got)).Warnings, "; "); strings.Contains(w, "p95") {
+				t.Errorf("n=%d: warnings %q, want none about p95", got, w)
+			}
+		}
+	}
+}
+
+func TestAdvice(t *testing.T) {
+	for _, tt := range []struct{ n, want string }{
+		{"3", "6 measured requests per config give the median its 95% interval"},
+		{"8", "22 measured requests per config make p95 a tail of its own, 102 make p99 one"},
+		{"30", "102 measured requests per config make p99 a tail of its own"},
+	} {
+		n, _ := strconv.Atoi(tt.n)
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i)
+		}
+		var got []string
+		for _, w := range Summarize(v).Warnings {
+			if a := Advice(w); a != "" {
+				got = append(got, a)
+			}
+		}
+		if !slices.Contains(got, tt.want) {
+			t.Errorf("n=%s: advice %q, want %q among it", tt.n, got, tt.want)
+		}
+	}
+	if a := Advice("one sample: no spread"); a != "" {
+		t.Errorf("advice for a warning more requests do not answer: %q", a)
 	}
 }

@@ -1,16 +1,19 @@
 package summary
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/decompose"
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/stats"
 	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
@@ -61,6 +64,11 @@ func ci(r results.SummaryRow) string {
 }
 
 var header = []string{"config", "metric", "n", "failed", "median", "p95", "p99", "min", "max", "mean", "stddev", "median 95% CI"}
+
+// narrowColumns are the columns of header that the text table shows by default, so that it fits
+// 100 columns: p99, the mean and the standard deviation are in the wide table (--wide), the
+// markdown, csv and json formats.
+var narrowColumns = []int{1, 2, 3, 4, 5, 7, 8, 11}
 
 func cells(r results.SummaryRow) []string {
 	return []string{r.Label, r.Metric, fmt.Sprint(r.N), fmt.Sprint(r.NFailed), num(r.Median), num(r.P95),
@@ -137,18 +145,55 @@ func writeLoadTable(w io.Writer, rows []results.LoadRow) {
 	writeAligned(w, cells)
 }
 
+// narrowLoadHeader names the columns of the load table that fits 100 columns: the load as one
+// cell, and shorter names.
+var narrowLoadHeader = []string{"config", "load", "rps", "tok/s", "goodput", "slo met", "lag p99 ms"}
+
+// writeNarrowLoadTable writes the load points as an aligned table of narrowLoadHeader's
+// columns, with the server's figures when a load point has them; the caller checks w for errors.
+func writeNarrowLoadTable(w io.Writer, rows []results.LoadRow) {
+	server := hasLoadServer(rows)
+	h := append([]string(nil), narrowLoadHeader...)
+	if server {
+		h = append(h, "server ttft", "overhead")
+	}
+	lines := [][]string{h}
+	for _, r := range rows {
+		c := loadCellsOf(r, server)
+		// c: config, mode, concurrency, target rps, achieved, tok/s, goodput, met, lag, [server...]
+		load := "-"
+		switch {
+		case r.LoadMode == "closed":
+			load = "closed " + c[2]
+		case r.LoadMode != "" && r.Concurrency > 0:
+			load = "open " + c[3] + "/s ≤" + c[2]
+		case r.LoadMode != "":
+			load = "open " + c[3] + "/s"
+		}
+		lines = append(lines, append([]string{c[0], load}, c[4:]...))
+	}
+	writeAligned(w, lines)
+}
+
 // writeAligned writes lines of cells as a table: the first two columns, which hold text,
 // aligned left, the numbers after them aligned right. The caller checks w for errors.
-func writeAligned(w io.Writer, lines [][]string) {
+func writeAligned(w io.Writer, lines [][]string) { writeAlignedFrom(w, lines, 2) }
+
+// writeAlignedFrom writes lines of cells as a table: the first text columns aligned left, the
+// numbers after them aligned right. The caller checks w for errors.
+func writeAlignedFrom(w io.Writer, lines [][]string, text int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	// tabwriter aligns every column right: pad the two text columns here.
-	w0, w1 := 0, 0
+	// tabwriter aligns every column right: pad the text columns here.
+	widths := make([]int, text)
 	for _, c := range lines {
-		w0, w1 = max(w0, len([]rune(c[0]))), max(w1, len([]rune(c[1])))
+		for i := range widths {
+			widths[i] = max(widths[i], len([]rune(c[i])))
+		}
 	}
 	for _, c := range lines {
-		c[0] += strings.Repeat(" ", w0-len([]rune(c[0])))
-		c[1] += strings.Repeat(" ", w1-len([]rune(c[1])))
+		for i, wd := range widths {
+			c[i] += strings.Repeat(" ", wd-len([]rune(c[i])))
+		}
 		fmt.Fprintln(tw, strings.Join(c, "\t")+"\t")
 	}
 	tw.Flush()
@@ -165,20 +210,36 @@ func groupWarnings(rows []results.SummaryRow) []tabular.Warning {
 }
 
 // TextEncoder writes a Report as aligned text: the headline, the table of the configs with a
-// successful request, one line for each config without, the warnings and the fits.
-type TextEncoder struct{ w io.Writer }
+// successful request, one line for each config without, the warnings and the fits. By default
+// the table fits 100 columns: each config's label heads its own rows, and p99, the mean and the
+// standard deviation are left out; Wide writes every column, a config's label beside its first
+// row.
+type TextEncoder struct {
+	w    io.Writer
+	wide bool
+}
 
 // NewTextEncoder returns a TextEncoder writing to w.
 func NewTextEncoder(w io.Writer) *TextEncoder { return &TextEncoder{w: w} }
 
+// Wide makes the table show every column, and returns e.
+func (e *TextEncoder) Wide(wide bool) *TextEncoder {
+	e.wide = wide
+	return e
+}
+
 // Encode writes s.
 func (e *TextEncoder) Encode(s *Report) error {
 	w := tabular.NewErrWriter(e.w)
-	fmt.Fprintln(w, s.headline())
+	fmt.Fprintln(w, tabular.Wrap(s.headline(), tabular.Width, "", "  "))
 	live, dead := s.split()
 	if len(live) > 0 {
 		fmt.Fprintln(w)
-		writeTable(w, live)
+		if e.wide {
+			writeTable(w, live)
+		} else {
+			writeNarrowTable(w, live)
+		}
 	}
 	if len(dead) > 0 {
 		fmt.Fprintln(w)
@@ -187,21 +248,118 @@ func (e *TextEncoder) Encode(s *Report) error {
 			width = max(width, len([]rune(d[0])))
 		}
 		for _, d := range dead {
-			fmt.Fprintf(w, "  %s%s  %s\n", d[0], strings.Repeat(" ", width-len([]rune(d[0]))), d[1])
+			if e.wide {
+				fmt.Fprintf(w, "  %s%s  %s\n", d[0], strings.Repeat(" ", width-len([]rune(d[0]))), d[1])
+			} else {
+				fmt.Fprintln(w, tabular.Wrap(d[0]+": "+d[1], tabular.Width, "  ", "    "))
+			}
 		}
 	}
 	if len(s.Load) > 0 {
 		fmt.Fprintln(w, "\nload (rates over each config's measured window):")
-		writeLoadTable(w, s.Load)
+		if e.wide {
+			writeLoadTable(w, s.Load)
+		} else {
+			writeNarrowLoadTable(w, s.Load)
+		}
 	}
-	if ws := groupWarnings(live); len(ws) > 0 {
+	if ws := runWarnings(live); len(ws) > 0 {
 		fmt.Fprintln(w, "\nwarnings:")
 		for _, x := range ws {
-			fmt.Fprintf(w, "  %s: %s (%s)\n", x.Label, x.Text, strings.Join(x.Metrics, ", "))
+			fmt.Fprintln(w, tabular.Wrap(fmt.Sprintf("%s: %s (%s)", x.Label, x.Text, strings.Join(x.Metrics, ", ")), tabular.Width, "  ", "    "))
+			if x.Advice != "" {
+				fmt.Fprintln(w, tabular.Wrap(x.Advice, tabular.Width, "    ", "    "))
+			}
 		}
 	}
 	decompose.NewTextEncoder(w).Encode(s.Fits)
 	return w.Err()
+}
+
+// runWarning is one line of a summary's warnings: a config's, or one every config has.
+type runWarning struct {
+	tabular.Warning
+	Advice string // what would answer it (stats.Advice); "" when more requests would not
+}
+
+// allConfigs is the label of a warning that every config of a summary has.
+const allConfigs = "all configs"
+
+// runWarnings merges the warnings of each config's rows, as groupWarnings does, and then says
+// once, for all configs, a warning that every config has with the same text and metrics, such
+// as a sample too small for p95 when every config has the same repetitions.
+func runWarnings(rows []results.SummaryRow) []runWarning {
+	ws := groupWarnings(rows)
+	configs := map[string]bool{}
+	for _, r := range rows {
+		configs[r.Label] = true
+	}
+	type key struct{ text, metrics string }
+	count := map[key]int{}
+	for _, x := range ws {
+		count[key{x.Text, strings.Join(x.Metrics, ", ")}]++
+	}
+	var out []runWarning
+	said := map[key]bool{}
+	for _, x := range ws {
+		k := key{x.Text, strings.Join(x.Metrics, ", ")}
+		if len(configs) > 1 && count[k] == len(configs) {
+			if said[k] {
+				continue
+			}
+			said[k] = true
+			x.Label = allConfigs
+		}
+		out = append(out, runWarning{Warning: x, Advice: stats.Advice(x.Text)})
+	}
+	// The warnings of all configs come first: they are about the run, not one config.
+	slices.SortStableFunc(out, func(a, b runWarning) int {
+		return cmp.Compare(boolRank(a.Label != allConfigs), boolRank(b.Label != allConfigs))
+	})
+	return out
+}
+
+// boolRank orders false before true.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeNarrowTable writes rows as an aligned table of narrowColumns, each config's label on a
+// line of its own above its rows, so that a long label does not widen the table; the caller
+// checks w for errors.
+func writeNarrowTable(w io.Writer, rows []results.SummaryRow) {
+	pick := func(c []string) []string {
+		out := make([]string, 0, len(narrowColumns))
+		for _, i := range narrowColumns {
+			out = append(out, c[i])
+		}
+		return out
+	}
+	h := pick(header)
+	h[0] = "config / metric"
+	table := [][]string{h}
+	above := map[int]string{} // the label written above a line of the table
+	prev := ""
+	for _, r := range rows {
+		if r.ConfigID != prev {
+			above[len(table)] = r.Label
+		}
+		prev = r.ConfigID
+		c := pick(cells(r))
+		c[0] = "  " + c[0]
+		table = append(table, c)
+	}
+	var buf strings.Builder
+	writeAlignedFrom(&buf, table, 1)
+	for i, line := range strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		if label, ok := above[i]; ok {
+			fmt.Fprintf(w, "  %s\n", label)
+		}
+		fmt.Fprint(w, strings.TrimSuffix(line, "\n")+"\n")
+	}
 }
 
 // writeTable writes rows as an aligned table, a config's label on its first row only; the
@@ -270,10 +428,14 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(c, " | "))
 		}
 	}
-	if ws := groupWarnings(live); len(ws) > 0 {
+	if ws := runWarnings(live); len(ws) > 0 {
 		fmt.Fprint(w, "\nWarnings:\n\n")
 		for _, x := range ws {
-			fmt.Fprintf(w, "- %s: %s (%s)\n", esc.Replace(x.Label), esc.Replace(x.Text), strings.Join(x.Metrics, ", "))
+			fmt.Fprintf(w, "- %s: %s (%s)", esc.Replace(x.Label), esc.Replace(x.Text), strings.Join(x.Metrics, ", "))
+			if x.Advice != "" {
+				fmt.Fprintf(w, ": %s", esc.Replace(x.Advice))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	decompose.NewMarkdownEncoder(w).Encode(s.Fits)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -56,6 +57,13 @@ func TestTextAndMarkdown(t *testing.T) {
 	}{
 		{"text", []string{
 			"experiment exp, status complete, 6 measured requests (3 failed), started 2025-01-02T03:04:05Z\n",
+			"  config / metric       n  failed  median    p95    min    max  median 95% CI\n  config a\n    ttft_ms             3       0   2.000  2.900  1.000  3.000              -\n",
+			"  config b: no successful request: 3 of 3 measured requests failed: http: 500\n",
+			"\nwarnings:\n  config a: too few values (all metrics)\n",
+		}, []string{"config b\n", "p99", "stddev"}},
+		{"text-wide", []string{
+			"experiment exp, status complete, 6 measured requests (3 failed), started 2025-01-02T03:04:05Z\n",
+			"  config    metric              n  failed  median    p95    p99    min    max   mean  stddev  median 95% CI\n",
 			"  config b  no successful request: 3 of 3 measured requests failed: http: 500\n",
 			"\nwarnings:\n  config a: too few values (all metrics)\n",
 		}, []string{"config b  ttft_ms"}},
@@ -69,7 +77,7 @@ func TestTextAndMarkdown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
 			var buf bytes.Buffer
-			enc, _ := NewEncoder(tt.format, &buf)
+			enc := encoder(tt.format, &buf)
 			if err := enc.Encode(testReport()); err != nil {
 				t.Fatal(err)
 			}
@@ -155,14 +163,17 @@ func TestLoadTable(t *testing.T) {
 		want   []string
 		not    []string
 	}{
-		{"text", withServer, []string{"send lag p99 ms  server ttft ms  overhead ms",
+		{"text-wide", withServer, []string{"send lag p99 ms  server ttft ms  overhead ms",
 			"66.7%            1.500          12.500        0.750", "config b  -"}, nil},
+		{"text", withServer, []string{"  config    load                 rps   tok/s  goodput  slo met  lag p99 ms  server ttft  overhead\n",
+			"  config a  open 10.000/s ≤16  1.500  96.000    1.000    66.7%       1.500       12.500     0.750\n",
+			"  config b  -                      -       -        -        -           -            -         -\n"}, nil},
 		{"markdown", withServer, []string{"| send lag p99 ms | server ttft ms | overhead ms |",
 			"| config a | open | 16 | 10.000 | 1.500 | 96.000 | 1.000 | 66.7% | 1.500 | 12.500 | 0.750 |", " | - | - | - |"}, nil},
 		{"json", withServer, []string{`"server_requests": 5,`, `"server_ttft_mean_ms": 12.5,`, `"client_overhead_mean_ms": 0.75`}, []string{`"server_e2e_mean_ms"`}},
 		{"text", withLoad, nil, []string{"server ttft ms", "overhead ms"}},
 		{"json", withLoad, nil, []string{`"server_requests"`, `"client_overhead_mean_ms"`}},
-		{"text", withLoad, []string{"\nload (rates over each config's measured window):\n", "config    mode  concurrency",
+		{"text-wide", withLoad, []string{"\nload (rates over each config's measured window):\n", "config    mode  concurrency",
 			"config a  open           16      10.000         1.500        96.000        1.000    66.7%            1.500", "config b  -               -"}, nil},
 		{"markdown", withLoad, []string{"| config | mode | concurrency | target rps |",
 			"| config a | open | 16 | 10.000 | 1.500 | 96.000 | 1.000 | 66.7% | 1.500 |"}, nil},
@@ -173,7 +184,7 @@ func TestLoadTable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var b bytes.Buffer
-		enc, _ := NewEncoder(tc.format, &b)
+		enc := encoder(tc.format, &b)
 		if err := enc.Encode(tc.rep); err != nil {
 			t.Fatal(err)
 		}
@@ -205,4 +216,17 @@ func TestServerNotes(t *testing.T) {
 			t.Errorf("serverNotes(%+v) = %q, want %q", tc.servers, got, tc.want)
 		}
 	}
+}
+
+// encoder returns NewEncoder's encoder of format, or for "text-wide" the text encoder that shows
+// every column.
+func encoder(format string, w io.Writer) Encoder {
+	if format == "text-wide" {
+		return NewTextEncoder(w).Wide(true)
+	}
+	enc, err := NewEncoder(format, w)
+	if err != nil {
+		panic(err)
+	}
+	return enc
 }

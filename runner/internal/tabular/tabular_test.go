@@ -129,3 +129,23 @@ func TestGroupWarnings(t *testing.T) {
 		})
 	}
 }
+
+func TestWrap(t *testing.T) {
+	tests := []struct {
+		text, first, rest string
+		width             int
+		want              string
+	}{
+		{"a short line", "  ", "    ", 20, "  a short line"},
+		{"one two three four five", "", "  ", 9, "one two\n  three\n  four\n  five"},
+		{"exactly ten", "", "", 11, "exactly ten"},
+		{"a verylongwordthatdoesnotfit here", "- ", "  ", 10, "- a\n  verylongwordthatdoesnotfit\n  here"},
+		{"ü ü ü ü", "", "", 3, "ü ü\nü ü"}, // characters, not bytes
+		{"", "x", "y", 5, ""},
+	}
+	for _, tt := range tests {
+		if got := Wrap(tt.text, tt.width, tt.first, tt.rest); got != tt.want {
+			t.Errorf("Wrap(%q, %d, %q, %q) = %q, want %q", tt.text, tt.width, tt.first, tt.rest, got, tt.want)
+		}
+	}
+}
