@@ -16,8 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/onelayerdown/runner/runner/internal/parquet"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
@@ -26,6 +25,9 @@ const ParquetDir = "parquet"
 
 // rowsPerGroup bounds the rows of one Parquet row group, and so the memory a conversion holds.
 const rowsPerGroup = 1 << 20
+
+// createdBy is the application that the files' footers name as their writer.
+const createdBy = "github.com/onelayerdown/runner"
 
 // File is one Parquet file that Parquet wrote.
 type File struct {
@@ -186,20 +188,19 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		return 0, fmt.Errorf("export: %s:1: header %s is not the format's %s", f.File,
 			strings.Join(header, ","), strings.Join(names, ","))
 	}
-	schema := ParquetSchema(f)
-	pw := parquet.NewWriter(w, schema, parquet.Compression(&parquet.Snappy),
-		parquet.MaxRowsPerRowGroup(rowsPerGroup),
-		parquet.KeyValueMetadata("runner.schema_version", strconv.Itoa(results.FormatVersion)),
-		parquet.KeyValueMetadata("runner.source", f.File))
-	version := strconv.Itoa(results.FormatVersion)
-	batch := make([]parquet.Row, 0, 256)
-	flush := func() error {
-		if _, err := pw.WriteRows(batch); err != nil {
-			return fmt.Errorf("export: write %s as parquet: %w", f.File, err)
-		}
-		batch = batch[:0]
-		return nil
+	pw, err := parquet.NewWriter(w, ParquetSchema(f), parquet.Options{
+		RowsPerGroup: rowsPerGroup,
+		Metadata: []parquet.KeyValue{
+			{Key: "runner.schema_version", Value: strconv.Itoa(results.FormatVersion)},
+			{Key: "runner.source", Value: f.File}},
+		CreatedBy: createdBy,
+		Codec:     parquet.Gzip,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
 	}
+	version := strconv.Itoa(results.FormatVersion)
+	row := make([]parquet.Value, len(f.Columns))
 	n := 0
 	for {
 		rec, err := cr.Read()
@@ -216,7 +217,6 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 			}
 			return 0, &results.VersionError{File: f.File, Line: line, Version: v}
 		}
-		row := make(parquet.Row, len(f.Columns))
 		for i, c := range f.Columns {
 			cell := ""
 			if i < have {
@@ -226,22 +226,12 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 			if err != nil {
 				return 0, fmt.Errorf("export: %s:%d: %s: %w", f.File, line, c.Name, err)
 			}
-			def := 0
-			if !c.Required && !v.IsNull() {
-				def = 1
-			}
-			row[i] = v.Level(0, def, i)
+			row[i] = v
 		}
-		batch = append(batch, row)
+		if err := pw.Write(row); err != nil {
+			return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
+		}
 		n++
-		if len(batch) == cap(batch) {
-			if err := flush(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return 0, err
 	}
 	if err := pw.Close(); err != nil {
 		return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
@@ -270,7 +260,7 @@ func cellValue(c results.Column, cell string) (parquet.Value, error) {
 		if c.Required {
 			return parquet.Value{}, errors.New("empty cell in a column that always has a value")
 		}
-		return parquet.NullValue(), nil
+		return parquet.Null(), nil
 	case int64:
 		return parquet.Int64Value(x), nil
 	case float64:
@@ -278,71 +268,32 @@ func cellValue(c results.Column, cell string) (parquet.Value, error) {
 	case bool:
 		return parquet.BooleanValue(x), nil
 	case time.Time:
-		return parquet.Int64Value(x.UnixNano()), nil
+		return parquet.TimestampValue(x), nil
 	case string:
-		return parquet.ByteArrayValue([]byte(x)), nil
+		return parquet.StringValue(x), nil
 	}
 	return parquet.Value{}, fmt.Errorf("unexpected value %T", v)
 }
 
 // ParquetSchema returns the Parquet schema of the CSV file f: one column per CSV column, in
 // the same order, with the types that Parquet describes.
-func ParquetSchema(f results.FileSchema) *parquet.Schema {
-	g := orderedGroup{Group: parquet.Group{}}
+func ParquetSchema(f results.FileSchema) parquet.Schema {
+	s := parquet.Schema{Name: strings.TrimSuffix(f.File, ".csv")}
 	for _, c := range f.Columns {
-		var node parquet.Node
+		col := parquet.Column{Name: c.Name, Optional: !c.Required}
 		switch c.Kind {
 		case results.KindInt:
-			node = parquet.Int(64)
+			col.Type = parquet.Int64
 		case results.KindFloat:
-			node = parquet.Leaf(parquet.DoubleType)
+			col.Type = parquet.Double
 		case results.KindBool:
-			node = parquet.Leaf(parquet.BooleanType)
+			col.Type = parquet.Boolean
 		case results.KindTime:
-			node = parquet.Timestamp(parquet.Nanosecond)
+			col.Type = parquet.Timestamp
 		default:
-			node = parquet.String()
+			col.Type = parquet.String
 		}
-		if c.Required {
-			node = parquet.Required(node)
-		} else {
-			node = parquet.Optional(node)
-		}
-		g.Group[c.Name] = node
-		g.order = append(g.order, c.Name)
+		s.Columns = append(s.Columns, col)
 	}
-	return parquet.NewSchema(strings.TrimSuffix(f.File, ".csv"), g)
-}
-
-// orderedGroup is a Parquet group whose fields keep the order of the CSV columns;
-// parquet.Group orders its fields by name.
-type orderedGroup struct {
-	parquet.Group
-	order []string
-}
-
-// Fields returns the group's fields in CSV column order.
-func (g orderedGroup) Fields() []parquet.Field {
-	fields := make([]parquet.Field, len(g.order))
-	for i, name := range g.order {
-		fields[i] = field{Node: g.Group[name], name: name}
-	}
-	return fields
-}
-
-// field is one named column of an orderedGroup.
-type field struct {
-	parquet.Node
-	name string
-}
-
-func (f field) Name() string { return f.name }
-
-// Value returns the field of a Go map keyed by column name; rows are written as parquet.Row
-// values, so the writer does not need it to go further.
-func (f field) Value(base reflect.Value) reflect.Value {
-	if base.Kind() == reflect.Map {
-		return base.MapIndex(reflect.ValueOf(f.name))
-	}
-	return reflect.Value{}
+	return s
 }
