@@ -11,10 +11,10 @@ LDFLAGS ?= -s -w
 # testprogress prints each package's line as it finishes, and which are still running.
 PROGRESS := $(GO) run ./.ci/testprogress
 
-.PHONY: help build test test-engine test-short lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
+.PHONY: help build test test-engine test-short test-k8s lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
 
 help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/runner
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./runner
@@ -27,6 +27,9 @@ test-engine: ollama ## run the tests that boot the real CPU engine (builds it fi
 
 test-short: ## run the fast unit tests only
 	$(GO) test -short -count=1 $(PKGS)
+
+test-k8s: ## decode the Kubernetes export strictly into the official k8s.io types (a module of its own)
+	cd runner/internal/sched/k8scheck && $(GO) test -count=1 ./...
 
 lint: ## check formatting and run go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

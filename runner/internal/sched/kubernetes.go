@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -11,11 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -35,7 +29,7 @@ const experimentMount = "/experiment"
 
 // maxNameLen is the longest name a shard Job may have: the merge Job is the name and "-merge",
 // and a Job's name is a label value, at most 63 characters.
-const maxNameLen = validation.DNS1123LabelMaxLength - len("-merge")
+const maxNameLen = dns1123LabelMaxLength - len("-merge")
 
 // maxConfigMapBytes is the most a ConfigMap may hold.
 const maxConfigMapBytes = 1 << 20
@@ -96,35 +90,35 @@ func (k Kubernetes) Check() error {
 	} else {
 		list = append(list, checkWord("--image", k.Image))
 	}
-	add("--gpu-resource "+k.GPUResource, validation.IsQualifiedName(k.GPUResource))
+	add("--gpu-resource "+k.GPUResource, QualifiedNameProblems(k.GPUResource))
 	for _, key := range slices.Sorted(maps.Keys(k.NodeSelector)) {
 		v := k.NodeSelector[key]
-		add("--node-selector "+key+"="+v, validation.IsQualifiedName(key))
-		add("--node-selector "+key+"="+v, validation.IsValidLabelValue(v))
+		add("--node-selector "+key+"="+v, QualifiedNameProblems(key))
+		add("--node-selector "+key+"="+v, LabelValueProblems(v))
 	}
-	add("--results-claim "+k.ResultsClaim, validation.IsDNS1123Subdomain(k.ResultsClaim))
+	add("--results-claim "+k.ResultsClaim, DNSSubdomainProblems(k.ResultsClaim))
 	if !path.IsAbs(k.ResultsMount) || path.Clean(k.ResultsMount) == "/" {
 		list = append(list, fmt.Errorf("--results %q: want an absolute path below /", k.ResultsMount))
 	} else {
 		list = append(list, checkPath("--results", k.ResultsMount))
 	}
-	add("--name "+k.Name, validation.IsDNS1123Label(k.Name))
+	add("--name "+k.Name, DNSLabelProblems(k.Name))
 	if len(k.Name) > maxNameLen {
 		list = append(list, fmt.Errorf("--name %s: at most %d characters, so that %s-merge is a valid name", k.Name, maxNameLen, k.Name))
 	}
 	if k.Namespace != "" {
-		add("--namespace "+k.Namespace, validation.IsDNS1123Label(k.Namespace))
+		add("--namespace "+k.Namespace, DNSLabelProblems(k.Namespace))
 	}
 	key := filepath.Base(k.Experiment.Path)
-	add("experiment file name "+key, validation.IsConfigMapKey(key))
+	add("experiment file name "+key, ConfigMapKeyProblems(key))
 	if n := len(k.Experiment.Source); n > maxConfigMapBytes-1024 {
 		list = append(list, fmt.Errorf("%s: %d bytes do not fit in a ConfigMap (1 MiB)", k.Experiment.Path, n))
 	}
 	return errs(list...)
 }
 
-// Objects returns the ConfigMap holding the experiment file, the shard Job and the merge Job.
-func (k Kubernetes) Objects() (*corev1.ConfigMap, *batchv1.Job, *batchv1.Job, error) {
+// objects returns the ConfigMap holding the experiment file, the shard Job and the merge Job.
+func (k Kubernetes) objects() (*configMap, *job, *job, error) {
 	if err := k.Check(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -133,97 +127,85 @@ func (k Kubernetes) Objects() (*corev1.ConfigMap, *batchv1.Job, *batchv1.Job, er
 	file := path.Join(experimentMount, key)
 	root := path.Join(k.ResultsMount, k.Name)
 
-	cm := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: k.meta(k.Name + "-experiment"),
-		Data:       map[string]string{key: string(k.Experiment.Source)},
+	cm := &configMap{
+		typeMeta: typeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		Metadata: k.meta(k.Name + "-experiment"),
+		Data:     map[string]string{key: string(k.Experiment.Source)},
 	}
 
-	resultsVolume := corev1.Volume{Name: "results", VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: k.ResultsClaim},
-	}}
-	resultsMount := corev1.VolumeMount{Name: "results", MountPath: k.ResultsMount}
+	resultsVolume := volume{Name: "results", PersistentVolumeClaim: &claimVolumeSource{ClaimName: k.ResultsClaim}}
+	resultsMount := volumeMount{Name: "results", MountPath: k.ResultsMount}
 
-	shards := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: k.meta(k.Name),
-		Spec: batchv1.JobSpec{
-			CompletionMode:       ptr(batchv1.IndexedCompletion),
-			Completions:          ptr(int32(k.Shards)),
-			Parallelism:          ptr(int32(k.Parallelism)),
-			BackoffLimitPerIndex: ptr(int32(1)),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+	shards := &job{
+		typeMeta: typeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		Metadata: k.meta(k.Name),
+		Spec: jobSpec{
+			CompletionMode:       "Indexed",
+			Completions:          ptr(k.Shards),
+			Parallelism:          ptr(k.Parallelism),
+			BackoffLimitPerIndex: ptr(1),
+			PodFailurePolicy: &podFailurePolicy{Rules: []podFailureRule{
 				{
 					// Exit 1 (requests failed, a server did not boot) and 2 (a bad
 					// experiment) are the run's own verdict, written in its folder: another
 					// attempt would not change it.
-					Action: batchv1.PodFailurePolicyActionFailIndex,
-					OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-						ContainerName: ptr("runner"),
-						Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
-						Values:        []int32{1, 2},
-					},
+					Action:      "FailIndex",
+					OnExitCodes: &onExitCodes{ContainerName: "runner", Operator: "In", Values: []int{1, 2}},
 				},
 				{
 					// A pod evicted or preempted is retried without using up the index's
 					// retry, and the retry resumes its folder.
-					Action: batchv1.PodFailurePolicyActionIgnore,
-					OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
-						{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue},
-					},
+					Action:          "Ignore",
+					OnPodConditions: []onPodConditions{{Type: "DisruptionTarget", Status: "True"}},
 				},
 			}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: k.labels()},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
+			Template: podTemplate{
+				Metadata: objectMeta{Labels: k.labels()},
+				Spec: podSpec{
+					RestartPolicy: "Never",
 					NodeSelector:  k.NodeSelector,
-					Containers: []corev1.Container{{
+					Containers: []container{{
 						Name:  "runner",
 						Image: k.Image,
 						// exec in the script hands the shell's place to runner, so the
 						// SIGTERM of a deleted pod reaches it and it marks its folder
 						// interrupted.
-						Command: []string{"sh", "-c", shardScript("runner", file, root+"/shard-$JOB_COMPLETION_INDEX", k.Experiment.Name)},
-						Env:     []corev1.EnvVar{{Name: ShardsEnv, Value: strconv.Itoa(k.Shards)}},
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-							corev1.ResourceName(k.GPUResource): resource.MustParse("1"),
-						}},
-						VolumeMounts: []corev1.VolumeMount{
+						Command:   []string{"sh", "-c", shardScript("runner", file, root+"/shard-$JOB_COMPLETION_INDEX", k.Experiment.Name)},
+						Env:       []envVar{{Name: ShardsEnv, Value: strconv.Itoa(k.Shards)}},
+						Resources: resources{Limits: map[string]string{k.GPUResource: "1"}},
+						VolumeMounts: []volumeMount{
 							resultsMount,
 							{Name: "experiment", MountPath: experimentMount, ReadOnly: true},
 						},
 					}},
-					Volumes: []corev1.Volume{
+					Volumes: []volume{
 						resultsVolume,
-						{Name: "experiment", VolumeSource: corev1.VolumeSource{
-							ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}},
-						}},
+						{Name: "experiment", ConfigMap: &configMapVolumeSource{Name: cm.Metadata.Name}},
 					},
 				},
 			},
 		},
 	}
 
-	merge := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: k.meta(k.Name + "-merge"),
-		Spec: batchv1.JobSpec{
-			Suspend:      ptr(true),
-			Completions:  ptr(int32(1)),
-			Parallelism:  ptr(int32(1)),
-			BackoffLimit: ptr(int32(0)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: k.labels()},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{
+	merge := &job{
+		typeMeta: typeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		Metadata: k.meta(k.Name + "-merge"),
+		Spec: jobSpec{
+			Suspend:      true,
+			Completions:  ptr(1),
+			Parallelism:  ptr(1),
+			BackoffLimit: ptr(0),
+			Template: podTemplate{
+				Metadata: objectMeta{Labels: k.labels()},
+				Spec: podSpec{
+					RestartPolicy: "Never",
+					Containers: []container{{
 						Name:         "merge",
 						Image:        k.Image,
 						Command:      []string{"sh", "-c", mergeScript("runner", root, k.Experiment.Name)},
-						VolumeMounts: []corev1.VolumeMount{resultsMount},
+						VolumeMounts: []volumeMount{resultsMount},
 					}},
-					Volumes: []corev1.Volume{resultsVolume},
+					Volumes: []volume{resultsVolume},
 				},
 			},
 		},
@@ -232,8 +214,8 @@ func (k Kubernetes) Objects() (*corev1.ConfigMap, *batchv1.Job, *batchv1.Job, er
 }
 
 // meta returns the metadata of one of the objects.
-func (k Kubernetes) meta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: k.labels()}
+func (k Kubernetes) meta(name string) objectMeta {
+	return objectMeta{Name: name, Namespace: k.Namespace, Labels: k.labels()}
 }
 
 // labels returns the labels of every object and pod, by which kubectl finds them together.
@@ -244,7 +226,7 @@ func (k Kubernetes) labels() map[string]string {
 // Write writes the three objects as one YAML stream, shard Job first, each under a comment that
 // says what it is for and how it is applied.
 func (k Kubernetes) Write(w io.Writer) error {
-	cm, shards, merge, err := k.Objects()
+	cm, shards, merge, err := k.objects()
 	if err != nil {
 		return err
 	}
@@ -278,7 +260,7 @@ func (k Kubernetes) Write(w io.Writer) error {
 #   kubectl patch%s job/%s --type=merge -p '{"spec":{"suspend":false}}'
 # It writes %s. If a shard fails, the Job above fails instead of
 # completing: run runner merge --partial by hand to keep what the other shards measured.
-`, ns, shards.Name, ns, merge.Name, path.Join(root, "merged"))
+`, ns, shards.Metadata.Name, ns, merge.Metadata.Name, path.Join(root, "merged"))
 	if err := writeDoc(&b, merge); err != nil {
 		return err
 	}
@@ -293,44 +275,15 @@ func (k Kubernetes) Write(w io.Writer) error {
 	return err
 }
 
-// writeDoc writes one object as a YAML document, without the fields that say nothing: the empty
-// status a new object has and any other empty object.
+// writeDoc writes one object as a YAML document: its JSON fields, keys sorted, as the API's
+// own types would write it.
 func writeDoc(b *strings.Builder, obj any) error {
-	j, err := json.Marshal(obj)
-	if err != nil {
-		return fmt.Errorf("kubernetes manifest: %w", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(j, &m); err != nil {
-		return fmt.Errorf("kubernetes manifest: %w", err)
-	}
-	dropEmpty(m)
-	y, err := yaml.Marshal(m)
+	y, err := yaml.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("kubernetes manifest: %w", err)
 	}
 	b.Write(y)
 	return nil
-}
-
-// dropEmpty removes every key whose value is an empty object, depth first. None of the objects
-// written here holds an empty object that means something (an emptyDir volume would).
-func dropEmpty(m map[string]any) {
-	for k, v := range m {
-		switch v := v.(type) {
-		case map[string]any:
-			dropEmpty(v)
-			if len(v) == 0 {
-				delete(m, k)
-			}
-		case []any:
-			for _, e := range v {
-				if em, ok := e.(map[string]any); ok {
-					dropEmpty(em)
-				}
-			}
-		}
-	}
 }
 
 // ptr returns a pointer to v.
