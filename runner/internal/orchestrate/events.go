@@ -1,6 +1,8 @@
 package orchestrate
 
 import (
+	"time"
+
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
@@ -111,6 +113,21 @@ type Rewarming struct {
 	Requests int
 }
 
+// PreparingPrompts says that prompts of Lengths distinct lengths are being built to the
+// server's own token count before any request is sent. Calibrated is true when the server has
+// no /tokenize to count with, so that each length takes a few probe requests.
+type PreparingPrompts struct {
+	ServerID   string
+	Lengths    int
+	Calibrated bool
+}
+
+// PromptsPrepared says that the prompts of a server are ready, after Took.
+type PromptsPrepared struct {
+	ServerID string
+	Took     time.Duration
+}
+
 // RequestMeasured is one request sent and measured, failed or not.
 type RequestMeasured struct {
 	Config experiment.Config
@@ -187,6 +204,8 @@ func (StopFailed) event()        {}
 func (ServerEnded) event()       {}
 func (ServerNotRecorded) event() {}
 func (Rewarming) event()         {}
+func (PreparingPrompts) event()  {}
+func (PromptsPrepared) event()   {}
 func (RequestMeasured) event()   {}
 func (RequestNotSent) event()    {}
 func (ConfigDone) event()        {}

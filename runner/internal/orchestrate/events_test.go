@@ -66,13 +66,13 @@ func TestRunEvents(t *testing.T) {
 		want    string // the events the second subscriber sees
 	}{
 		{"all taken", "", "",
-			"RunStarted ServerBooting ServerReady RequestMeasuredx6 ConfigDone RequestMeasuredx3 ConfigDone ServerEnded RunFinished"},
+			"RunStarted ServerBooting ServerReady PreparingPrompts PromptsPrepared RequestMeasuredx6 ConfigDone RequestMeasuredx3 ConfigDone ServerEnded RunFinished"},
 		{"a request refused", "RequestMeasured", "record request",
-			"RunStarted ServerBooting ServerReady ServerEnded"},
+			"RunStarted ServerBooting ServerReady PreparingPrompts PromptsPrepared ServerEnded"},
 		{"a ready server refused", "ServerReady", "refused",
 			"RunStarted ServerBooting"},
 		{"a server's end refused", "ServerEnded", "",
-			"RunStarted ServerBooting ServerReady RequestMeasuredx6 ConfigDone RequestMeasuredx3 ConfigDone ServerNotRecorded RunFinished"},
+			"RunStarted ServerBooting ServerReady PreparingPrompts PromptsPrepared RequestMeasuredx6 ConfigDone RequestMeasuredx3 ConfigDone ServerNotRecorded RunFinished"},
 	}
 	url := startSim(t, false)
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // Progress reports a run's progress on a writer, normally stderr: it is a Subscriber to the
@@ -67,6 +68,14 @@ func (p *Progress) Handle(e Event) error {
 		p.problem("record server %s: %v", e.ServerID, e.Err)
 	case TelemetryFailed:
 		p.problem("server %s: %s", e.ServerID, e.Warning)
+	case PreparingPrompts:
+		how := "counted by the server's /tokenize"
+		if e.Calibrated {
+			how = "the server has no /tokenize: a few one-token probe requests each, on its own count"
+		}
+		p.note("preparing %s of exact length (%s)", tabular.Plural(e.Lengths, "prompt"), how)
+	case PromptsPrepared:
+		p.note("prompts ready after %s", e.Took.Round(100*time.Millisecond))
 	case Rewarming:
 		p.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", e.Requests)
 	case LoadPointStarted:

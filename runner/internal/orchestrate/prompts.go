@@ -143,6 +143,18 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 	return ps, nil
 }
 
+// promptLengths returns how many prompts preparePrompts builds for g: one per distinct route,
+// length and prefix choice of its configs that ask for a prompt length.
+func promptLengths(g group) int {
+	seen := map[promptKey]bool{}
+	for _, c := range g.configs {
+		if k := keyOf(c); k.n > 0 {
+			seen[k] = true
+		}
+	}
+	return len(seen)
+}
+
 // builtLabel is how a prompt made by counter c is described in the records.
 func builtLabel(c tokens.Counter) string {
 	if p, ok := c.(prefixed); ok {
