@@ -4,18 +4,14 @@ import (
 	"math"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/decompose"
 )
 
 // decompositionChart draws the points each fit rests on, one per request, with the fitted
 // lines: TTFT against prompt tokens on the left, e2e − TTFT against output tokens − 1 on the
 // right.
-func decompositionChart(runs []*run) (*chart, string) {
+func decompositionChart(runs []*run) (*figure, string) {
 	anyFit := false
 	sweepColor := map[string]int{}
 	for _, r := range runs {
@@ -29,23 +25,23 @@ func decompositionChart(runs []*run) (*chart, string) {
 	if !anyFit {
 		return nil, "neither fit could be made (see the fit table)"
 	}
-	c := &chart{Name: "decomposition", Title: "Prefill and decode fits over the measured requests",
-		W: 10 * vg.Inch, H: 4.4 * vg.Inch}
+	c := &figure{Name: "decomposition", Title: "Prefill and decode fits over the measured requests",
+		W: 10 * inch, H: 4.4 * inch}
 	c.Caption = "Every point is one measured request. Left: TTFT against its prompt tokens, with the line a + b·prompt " +
 		"tokens; a is the fixed cost of a request, b the prefill time per prompt token. Right: the time after the first " +
 		"text event (e2e − TTFT) against the output tokens after the first, with the line c·(output tokens − 1) through " +
 		"the origin; c is the decode time per token. A panel with no line says why in the fit table."
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		left := newPlot("Prefill: TTFT ≈ a + b·prompt tokens", "prompt tokens", "TTFT (ms)")
 		right := newPlot("Decode: e2e − TTFT ≈ c·(output tokens − 1)", "output tokens − 1", "e2e − TTFT (ms)")
 		left.X.Min, left.Y.Min, right.X.Min, right.Y.Min = 0, 0, 0, 0
-		leg := newLegend()
+		leg := &chart.Legend{}
 		havePoints := [2]bool{}
 		for _, r := range runs {
 			old := r.role == "old"
 			for _, s := range r.sweeps {
 				col := colorOf(sweepColor[s.Name])
-				var thumb []plot.Thumbnailer
+				var thumb []chart.Thumb
 				for k, f := range []*decompose.Fit{&s.Prefill, &s.Decode} {
 					p := left
 					if k == 1 {
@@ -55,14 +51,13 @@ func decompositionChart(runs []*run) (*chart, string) {
 						continue
 					}
 					havePoints[k] = true
-					xys := make(plotter.XYs, len(f.X))
+					xys := make([]chart.Point, len(f.X))
 					for i := range f.X {
-						xys[i] = plotter.XY{X: f.X[i], Y: f.Y[i]}
+						xys[i] = chart.Point{X: f.X[i], Y: f.Y[i]}
 					}
-					sc, _ := plotter.NewScatter(xys)
-					sc.Color, sc.Radius, sc.Shape = withAlpha(col, 0.55), vg.Points(1.8), draw.CircleGlyph{}
+					sc := scatter(xys, chart.Dot, withAlpha(col, 0.55), 1.8)
 					if old {
-						sc.Color, sc.Shape = withAlpha(col, 0.7), draw.RingGlyph{}
+						sc.Marker.Color, sc.Marker.Shape = withAlpha(col, 0.7), chart.Ring
 					}
 					p.Add(sc)
 					if len(thumb) == 0 {
@@ -75,11 +70,9 @@ func decompositionChart(runs []*run) (*chart, string) {
 					for _, x := range f.X {
 						x1 = math.Max(x1, x)
 					}
-					fl := plotter.NewFunction(f.Line.Predict)
-					fl.XMin, fl.XMax, fl.Samples = 0, x1, 2
-					fl.Color, fl.Width = col, vg.Points(1.6)
+					fl := &chart.Function{F: f.Line.Predict, XMax: x1, Style: chart.LineStyle{Color: col, Width: 1.6}}
 					if old {
-						fl.Dashes = oldDashes
+						fl.Style.Dashes = oldDashes
 					}
 					p.Add(fl)
 					if len(thumb) == 1 {
@@ -92,18 +85,15 @@ func decompositionChart(runs []*run) (*chart, string) {
 			}
 		}
 		area := placeLegend(dc, leg)
-		tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(18), PadLeft: vg.Points(2), PadRight: vg.Points(2)}
-		cs := plot.Align([][]*plot.Plot{{left, right}}, tiles, area)
-		for k, p := range []*plot.Plot{left, right} {
+		for k, p := range []*chart.Plot{left, right} {
 			if why := notFitted(runs, k); why != "" {
-				p.Title.Text += "\nnot fitted: " + why
+				p.Title += "\nnot fitted: " + why
 			}
-			if havePoints[k] {
-				p.Draw(cs[0][k])
-			} else {
-				noData(cs[0][k], p.Title.Text, "no requests to fit")
+			if !havePoints[k] {
+				p.Message = "no requests to fit"
 			}
 		}
+		chart.DrawGrid(dc, [][]*chart.Plot{{left, right}}, area, chart.Grid{PadX: 18, PadLeft: 2, PadRight: 2})
 	}
 	return c, ""
 }

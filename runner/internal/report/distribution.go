@@ -7,10 +7,8 @@ import (
 	"sort"
 
 	mstats "github.com/montanaflynn/stats"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
@@ -39,13 +37,13 @@ func runColor(r *run) color.RGBA {
 	return palette[0]
 }
 
-// rowsHeight is the height of a chart with one row per config.
-func rowsHeight(rows, runs int) vg.Length {
-	per := 0.4 * vg.Inch
+// rowsHeight is the height of a chart with one row per config, in points.
+func rowsHeight(rows, runs int) float64 {
+	per := 0.4 * inch
 	if runs > 1 {
-		per = 0.55 * vg.Inch
+		per = 0.55 * inch
 	}
-	return max(3.2*vg.Inch, vg.Length(rows)*per+1.5*vg.Inch)
+	return max(3.2*inch, float64(rows)*per+1.5*inch)
 }
 
 // rowOffsets returns the positions of each run's box around a row's centre, in row units (the
@@ -59,7 +57,7 @@ func rowOffsets(runs int) (offs []float64, thick float64) {
 
 // ttftBoxChart draws one horizontal box per config (and run): the quartiles of TTFT, the
 // median, whiskers to the furthest value within 1.5 IQR, and the values beyond as points.
-func ttftBoxChart(runs []*run) (*chart, string) {
+func ttftBoxChart(runs []*run) (*figure, string) {
 	rows := configRows(runs)
 	any := false
 	for _, r := range runs {
@@ -70,25 +68,22 @@ func ttftBoxChart(runs []*run) (*chart, string) {
 	if !any {
 		return nil, "no measured request has a TTFT"
 	}
-	c := &chart{Name: "ttft_distribution", Title: "Distribution of time to first token per config",
-		W: 7.5 * vg.Inch, H: rowsHeight(len(rows), len(runs))}
+	c := &figure{Name: "ttft_distribution", Title: "Distribution of time to first token per config",
+		W: 7.5 * inch, H: rowsHeight(len(rows), len(runs))}
 	c.Caption = "One box per config: the box spans the 25th to 75th percentile of TTFT over the measured requests, " +
 		"the bar inside is the median, whiskers reach the furthest value within 1.5 interquartile ranges, and points " +
 		"beyond them are drawn one by one."
 	if len(runs) > 1 {
 		c.Caption += " Grey boxes are the old folder, blue the new one."
 	}
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		p := newPlot(c.Title, "TTFT (ms)", "")
 		p.X.Min = 0
-		leg := newLegend()
+		leg := &chart.Legend{}
 		offs, thick := rowOffsets(len(runs))
-		// Points per row unit: the data area is about the canvas height less the title and
-		// the axis.
-		pitch := (c.H - 1.1*vg.Inch) / vg.Length(len(rows))
 		for k, r := range runs {
 			col := runColor(r)
-			var first *plotter.BoxPlot
+			var first chart.Thumb
 			for i, label := range rows {
 				cd := r.byLabel[label]
 				if cd == nil {
@@ -99,28 +94,18 @@ func ttftBoxChart(runs []*run) (*chart, string) {
 					continue
 				}
 				pos := float64(len(rows)-1-i) + offs[k]
-				b, err := plotter.NewBoxPlot(vg.Length(thick)*pitch, pos, plotter.Values(vs))
-				if err != nil {
-					continue
-				}
-				b.Horizontal = true
-				b.FillColor = withAlpha(col, 0.25)
-				b.BoxStyle.Color, b.MedianStyle.Color = col, col
-				b.MedianStyle.Width = vg.Points(2)
-				b.WhiskerStyle.Color = col
-				b.GlyphStyle.Color, b.GlyphStyle.Radius = col, vg.Points(1.6)
-				p.Add(b)
+				box, marks := boxPlot(vs, pos, thick, col)
+				p.Add(box)
+				p.Add(marks...)
 				if first == nil {
-					first = b
+					first = box
 				}
 			}
 			if first != nil && len(runs) > 1 {
-				sw, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}})
-				sw.Color, sw.LineStyle.Color = withAlpha(col, 0.25), col
-				leg.Add(r.role+": "+r.f.Name(), sw)
+				leg.Add(r.role+": "+r.f.Name(), first)
 			}
 		}
-		p.NominalY(reversed(rows)...)
+		p.Y.Ticks = nominalTicks(rows)
 		p.Y.Min, p.Y.Max = -0.6, float64(len(rows))-0.4
 		p.X.Max *= 1.03 // room for a point at the largest value
 		legendBeside(dc, p, leg)
@@ -128,19 +113,69 @@ func ttftBoxChart(runs []*run) (*chart, string) {
 	return c, ""
 }
 
-func ttftOf(q *record.Request) (float64, bool) { return msOf(q.TTFT) }
-
-func reversed(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[len(s)-1-i] = v
+// boxPlot returns one horizontal box over vs at row position pos, thick rows thick, and the
+// marks around it: the box from the lower to the upper quartile, the median, whiskers to the furthest
+// values within 1.5 interquartile ranges of the box, and the values beyond as rings. The
+// quartiles are the medians of the lower and upper halves of the values.
+func boxPlot(vs []float64, pos, thick float64, col color.RGBA) (chart.Boxes, []chart.Item) {
+	sorted := append([]float64(nil), vs...)
+	sort.Float64s(sorted)
+	med, q1, q3 := halfMedian(sorted), sorted[0], sorted[0]
+	if len(sorted) > 1 {
+		q1, q3 = halfMedian(sorted[:len(sorted)/2]), halfMedian(sorted[len(sorted)/2:])
 	}
-	return out
+	lowFence, highFence := q1-1.5*(q3-q1), q3+1.5*(q3-q1)
+	adjLow, adjHigh := math.Inf(1), math.Inf(-1)
+	var outside []chart.Point
+	for _, v := range vs {
+		if v < lowFence || v > highFence {
+			outside = append(outside, chart.Point{X: v, Y: pos})
+			continue
+		}
+		adjLow, adjHigh = math.Min(adjLow, v), math.Max(adjHigh, v)
+	}
+	lo, hi := pos-thick/2, pos+thick/2
+	capLo, capHi := pos-thick*3/8, pos+thick*3/8
+	edge := chart.LineStyle{Color: col, Width: 1}
+	box := chart.Boxes{{X0: q1, X1: q3, Y0: lo, Y1: hi, Fill: withAlpha(col, 0.25), Line: edge}}
+	nan := math.NaN()
+	whiskers := line([]chart.Point{
+		{X: adjLow, Y: pos}, {X: q1, Y: pos}, {X: nan, Y: nan},
+		{X: q3, Y: pos}, {X: adjHigh, Y: pos}, {X: nan, Y: nan},
+		{X: adjLow, Y: capLo}, {X: adjLow, Y: capHi}, {X: nan, Y: nan},
+		{X: adjHigh, Y: capLo}, {X: adjHigh, Y: capHi},
+	}, col, 0.5, []float64{4, 2})
+	median := line([]chart.Point{{X: med, Y: lo}, {X: med, Y: hi}}, col, 2, nil)
+	marks := []chart.Item{whiskers, median}
+	if len(outside) > 0 {
+		marks = append(marks, scatter(outside, chart.Ring, col, 1.6))
+	}
+	return box, marks
 }
+
+// halfMedian returns the median of sorted values.
+func halfMedian(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// nominalTicks labels the rows of a chart with one row per label, the first row at the top.
+func nominalTicks(rows []string) chart.Ticker {
+	ts := make([]chart.Tick, len(rows))
+	for i, l := range rows {
+		ts[i] = chart.Tick{Value: float64(len(rows) - 1 - i), Label: l}
+	}
+	return chart.FixedTicks(ts)
+}
+
+func ttftOf(q *record.Request) (float64, bool) { return msOf(q.TTFT) }
 
 // gapCDFChart draws the empirical cumulative distribution of the gaps between consecutive
 // text events, pooled over each config's measured requests.
-func gapCDFChart(runs []*run) (*chart, string) {
+func gapCDFChart(runs []*run) (*figure, string) {
 	type curve struct {
 		r     *run
 		label string
@@ -190,47 +225,42 @@ func gapCDFChart(runs []*run) (*chart, string) {
 	if len(runs) > 1 {
 		entries += 2
 	}
-	c := &chart{Name: "itl_distribution", Title: "Distribution of the gaps between text events per config",
-		W: 7.5 * vg.Inch, H: 3.6*vg.Inch + vg.Length(entries)*0.17*vg.Inch}
+	c := &figure{Name: "itl_distribution", Title: "Distribution of the gaps between text events per config",
+		W: 7.5 * inch, H: 3.6*inch + float64(entries)*0.17*inch}
 	c.Caption = fmt.Sprintf("Empirical cumulative distribution of the time between consecutive text events (the raw "+
 		"inter-token latency as the client sees it), pooled over each config's measured requests: the height at x is the "+
 		"share of gaps no longer than x. A vertical step means many gaps of one length; two steps mean two kinds of "+
 		"gap, such as events that carry one token and events that carry several. The x axis stops at 1.15 × the "+
 		"largest 99th percentile (%.3g ms); the longest gap is %.3g ms.", cut, longest)
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		p := newPlot(c.Title, "gap between text events (ms)", "share of gaps ≤ x")
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, cut, 0, 1
-		leg := newLegend()
+		leg := &chart.Legend{}
 		for _, cv := range curves {
-			xys := make(plotter.XYs, 0, len(cv.gaps)+1)
-			xys = append(xys, plotter.XY{X: 0, Y: 0})
+			xys := make([]chart.Point, 0, len(cv.gaps)+1)
+			xys = append(xys, chart.Point{X: 0, Y: 0})
 			for i, g := range cv.gaps {
-				xys = append(xys, plotter.XY{X: math.Min(g, cut), Y: float64(i+1) / float64(len(cv.gaps))})
+				xys = append(xys, chart.Point{X: math.Min(g, cut), Y: float64(i+1) / float64(len(cv.gaps))})
 			}
-			l, _ := plotter.NewLine(xys)
-			l.StepStyle = plotter.PostStep
-			l.Color, l.Width = colorOf(cv.row), vg.Points(1.5)
-			l.Dashes = seriesDashes(cv.row)
+			l := line(xys, colorOf(cv.row), 1.5, seriesDashes(cv.row))
+			l.Step = true
 			if cv.r.role == "old" {
-				l.Dashes = oldDashes
+				l.Style.Dashes = oldDashes
 			}
 			p.Add(l)
 		}
 		// Colour says the config and dashes the folder, so the legend lists each once.
 		for _, label := range labels {
 			row := rowOf[label]
-			l, _ := plotter.NewLine(plotter.XYs{})
-			l.Color, l.Width, l.Dashes = colorOf(row), vg.Points(1.5), seriesDashes(row)
-			leg.Add(label, l)
+			leg.Add(label, chart.LineThumb{Color: colorOf(row), Width: 1.5, Dashes: seriesDashes(row)})
 		}
 		if len(runs) > 1 {
 			for _, r := range runs {
-				l, _ := plotter.NewLine(plotter.XYs{})
-				l.Color, l.Width = color.Gray{Y: 0x50}, vg.Points(1.5)
+				th := chart.LineThumb{Color: color.Gray{Y: 0x50}, Width: 1.5}
 				if r.role == "old" {
-					l.Dashes = oldDashes
+					th.Dashes = oldDashes
 				}
-				leg.Add(r.role+": "+r.f.Name(), l)
+				leg.Add(r.role+": "+r.f.Name(), th)
 			}
 		}
 		legendBeside(dc, p, leg)

@@ -3,13 +3,10 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"sort"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
@@ -20,7 +17,7 @@ var throttleColor = color.RGBA{0xD5, 0x5E, 0x00, 0xff}
 // over time with every measured request as a bar over its span at its mean clock (vermillion
 // when throttling overlapped it); below, the temperature. A run without telemetry draws
 // nothing and says nothing: there was no GPU to sample.
-func gpuChart(runs []*run) (*chart, string) {
+func gpuChart(runs []*run) (*figure, string) {
 	var r *run
 	for _, x := range runs {
 		if len(x.f.Telemetry) > 0 {
@@ -51,16 +48,16 @@ func gpuChart(runs []*run) (*chart, string) {
 		}
 	}
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Start.Before(reqs[j].Start) })
-	c := &chart{Name: "gpu_telemetry", Title: "GPU clock and temperature", W: 8 * vg.Inch, H: 6 * vg.Inch}
+	c := &figure{Name: "gpu_telemetry", Title: "GPU clock and temperature", W: 8 * inch, H: 6 * inch}
 	c.Caption = fmt.Sprintf("The GPU samples of %s (telemetry.csv, %d samples) against time since the first. Above: each GPU's SM clock; "+
 		"each measured request is a bar over its span at its mean SM clock, vermillion where power or thermal throttling "+
 		"overlapped it (%d of %d requests), and the samples taken under such throttling are vermillion dots. Below: the "+
 		"GPU temperature. A clock that drops under load while the temperature or power climbs is the GPU at a limit, and "+
 		"the latencies measured then are not those of its full clocks.", r.f.Name(), len(samples), throttled, len(reqs))
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		top := newPlot("SM clock while the server ran", "", "SM clock (MHz)")
 		bottom := newPlot("", "time since the first sample (s)", "temperature (°C)")
-		leg := newLegend()
+		leg := &chart.Legend{}
 		byGPU := map[int][]record.GPUSample{}
 		var gpus []int
 		for _, s := range samples {
@@ -70,19 +67,19 @@ func gpuChart(runs []*run) (*chart, string) {
 			byGPU[s.GPU] = append(byGPU[s.GPU], s)
 		}
 		sort.Ints(gpus)
-		var hot plotter.XYs
+		var hot []chart.Point
 		for i, g := range gpus {
-			var clock, temp plotter.XYs
+			var clock, temp []chart.Point
 			for _, s := range byGPU[g] {
 				x := s.Time.Sub(t0).Seconds()
 				if s.SMClockMHz != nil {
-					clock = append(clock, plotter.XY{X: x, Y: float64(*s.SMClockMHz)})
+					clock = append(clock, chart.Point{X: x, Y: float64(*s.SMClockMHz)})
 					if s.PowerOrThermal() {
-						hot = append(hot, plotter.XY{X: x, Y: float64(*s.SMClockMHz)})
+						hot = append(hot, chart.Point{X: x, Y: float64(*s.SMClockMHz)})
 					}
 				}
 				if s.TempC != nil {
-					temp = append(temp, plotter.XY{X: x, Y: float64(*s.TempC)})
+					temp = append(temp, chart.Point{X: x, Y: float64(*s.TempC)})
 				}
 			}
 			col := colorOf(i)
@@ -91,60 +88,50 @@ func gpuChart(runs []*run) (*chart, string) {
 			}
 			name := fmt.Sprintf("GPU %d", g)
 			if len(clock) > 0 {
-				l, _ := plotter.NewLine(clock)
-				l.StepStyle, l.Color, l.Width = plotter.PostStep, col, vg.Points(1.2)
+				l := line(clock, col, 1.2, nil)
+				l.Step = true
 				top.Add(l)
 				leg.Add(name+" SM clock", l)
 			}
 			if len(temp) > 0 {
-				l, _ := plotter.NewLine(temp)
-				l.StepStyle, l.Color, l.Width = plotter.PostStep, col, vg.Points(1.2)
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+				l := line(temp, col, 1.2, []float64{4, 2})
+				l.Step = true
 				bottom.Add(l)
 				leg.Add(name+" temperature", l)
 			}
 		}
-		var full, slow plotter.XYs
+		// One bar per request: a NaN point lifts the pen between them, so that the time between
+		// two requests is not drawn.
+		nan := math.NaN()
+		var full, slow []chart.Point
 		for _, q := range reqs {
 			y := *q.GPUSMClockMeanMHz
-			seg := plotter.XYs{{X: secs(q, 0), Y: y}, {X: secs(q, q.E2E.Seconds()), Y: y}}
+			seg := []chart.Point{{X: secs(q, 0), Y: y}, {X: secs(q, q.E2E.Seconds()), Y: y}, {X: nan, Y: nan}}
 			if q.GPUThrottled != nil && *q.GPUThrottled {
 				slow = append(slow, seg...)
 			} else {
 				full = append(full, seg...)
 			}
 		}
-		addBars := func(pts plotter.XYs, col color.Color, label string) {
+		addBars := func(pts []chart.Point, col color.Color, label string) {
 			if len(pts) == 0 {
 				return
 			}
-			// One line per request: segments joined by gaps would draw the time between them.
-			var first *plotter.Line
-			for i := 0; i+1 < len(pts); i += 2 {
-				l, _ := plotter.NewLine(pts[i : i+2])
-				l.Color, l.Width = col, vg.Points(4)
-				top.Add(l)
-				if first == nil {
-					first = l
-				}
-			}
-			leg.Add(label, first)
+			l := line(pts, col, 4, nil)
+			top.Add(l)
+			leg.Add(label, l)
 		}
 		addBars(full, withAlpha(palette[2], 0.6), "measured request, mean SM clock")
 		addBars(slow, withAlpha(throttleColor, 0.8), "measured request under throttling")
 		if len(hot) > 0 {
-			sc, _ := plotter.NewScatter(hot)
-			sc.Color, sc.Radius, sc.Shape = throttleColor, vg.Points(2), draw.CircleGlyph{}
+			sc := scatter(hot, chart.Dot, throttleColor, 2)
 			top.Add(sc)
 			leg.Add("sample with power or thermal throttling", sc)
 		}
 		x0, x1 := min(top.X.Min, bottom.X.Min), max(top.X.Max, bottom.X.Max)
 		top.X.Min, top.X.Max, bottom.X.Min, bottom.X.Max = x0, x1, x0, x1
 		area := placeLegend(dc, leg)
-		tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
-		cs := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, area)
-		top.Draw(cs[0][0])
-		bottom.Draw(cs[1][0])
+		chart.DrawGrid(dc, [][]*chart.Plot{{top}, {bottom}}, area, chart.Grid{PadY: 6, PadTop: 2, PadBottom: 2})
 	}
 	return c, ""
 }

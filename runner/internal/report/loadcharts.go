@@ -6,11 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
@@ -43,7 +39,7 @@ func loadChartKinds(runs []*run) []chartKind {
 			name = latencyRateChart
 		}
 		out = append(out, chartKind{name, "Latency against " + level,
-			func(runs []*run) (*chart, string) { return latencyLoadChart(runs, m) }})
+			func(runs []*run) (*figure, string) { return latencyLoadChart(runs, m) }})
 	}
 	return append(out, chartKind{kneeChartName, "Throughput against latency", kneeChart})
 }
@@ -231,7 +227,7 @@ const thinNote = " A × marks a p99 from too few requests to be a tail (it lies 
 
 // latencyLoadChart draws TTFT and TPOT per token, p50 and p99, against the level of loop m. It
 // returns a reason instead when the load points do not vary the level.
-func latencyLoadChart(runs []*run, m record.LoadMode) (*chart, string) {
+func latencyLoadChart(runs []*run, m record.LoadMode) (*figure, string) {
 	_, level := modeWords(m)
 	curves := latencyCurves(runs, m)
 	levels := map[float64]bool{}
@@ -253,7 +249,7 @@ func latencyLoadChart(runs []*run, m record.LoadMode) (*chart, string) {
 		what = "the target rate of an open loop, the requests per second its arrival process draws (the table gives the rate achieved)"
 	}
 	title := "Latency against " + level
-	c := &chart{Name: name, Title: title, W: 10 * vg.Inch, H: 4.6 * vg.Inch}
+	c := &figure{Name: name, Title: title, W: 10 * inch, H: 4.6 * inch}
 	c.Caption = fmt.Sprintf("Each point is one load point: the median (solid line, filled point) and the 99th percentile "+
 		"(dashed line, hollow point) of TTFT (left) and of TPOT per token (right) over its measured requests that "+
 		"succeeded, against %s. One colour per series, the configs that differ only in their %s (%s).",
@@ -265,22 +261,22 @@ func latencyLoadChart(runs []*run, m record.LoadMode) (*chart, string) {
 		c.Caption += " The old folder's lines are paler."
 	}
 	xs := sortedKeys(levels)
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		left := newPlot("TTFT", xLabel, "TTFT (ms)")
 		right := newPlot("TPOT per token", xLabel, "TPOT per token (ms)")
-		for _, p := range []*plot.Plot{left, right} {
+		for _, p := range []*chart.Plot{left, right} {
 			p.Y.Min = 0
 			levelAxis(&p.X, xs)
 		}
-		leg := newLegend()
+		leg := &chart.Legend{}
 		legended := map[string]bool{}
 		for _, cv := range curves {
 			p := left
 			if cv.panel == 1 {
 				p = right
 			}
-			line, pts := curveLine(cv)
-			p.Add(line, pts)
+			ln, pts := curveLine(cv)
+			p.Add(ln, pts)
 			if thin := thinPoints(cv); thin != nil {
 				p.Add(thin)
 			}
@@ -296,9 +292,7 @@ func latencyLoadChart(runs []*run, m record.LoadMode) (*chart, string) {
 			leg.Add(stat, l, g)
 		}
 		if anyThin(curves) {
-			g, _ := plotter.NewScatter(plotter.XYs{{}})
-			g.Shape, g.Color, g.Radius = draw.CrossGlyph{}, color.Gray{Y: 0x30}, vg.Points(3)
-			leg.Add("p99, few requests", g)
+			leg.Add("p99, few requests", chart.MarkerThumb{Shape: chart.Cross, Color: color.Gray{Y: 0x30}, Radius: 3})
 		}
 		twoPanels(dc, leg, left, right)
 	}
@@ -308,12 +302,12 @@ func latencyLoadChart(runs []*run, m record.LoadMode) (*chart, string) {
 // kneeChart draws output tokens per second against TTFT p50 and p99, one line per series in
 // load order: where it bends upward, more load buys latency and little throughput. It returns
 // a reason instead when no series has two load points with a throughput.
-func kneeChart(runs []*run) (*chart, string) {
+func kneeChart(runs []*run) (*figure, string) {
 	curves := kneeCurves(runs)
 	if maxPoints(curves) < 2 {
 		return nil, "no series has two load points with a measured window and a TTFT"
 	}
-	c := &chart{Name: kneeChartName, Title: "Throughput against latency", W: 10 * vg.Inch, H: 4.6 * vg.Inch}
+	c := &figure{Name: kneeChartName, Title: "Throughput against latency", W: 10 * inch, H: 4.6 * inch}
 	c.Caption = fmt.Sprintf("Each point is one load point: its output tokens per second (the tokens of its successful "+
 		"measured requests over its measured window, as in load.csv) against the median (left) and the 99th percentile "+
 		"(right) of its TTFT, labelled with its level (the concurrency, or requests per second for an open loop). One "+
@@ -325,13 +319,13 @@ func kneeChart(runs []*run) (*chart, string) {
 	if len(runs) > 1 {
 		c.Caption += " The old folder's lines are paler."
 	}
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		left := newPlot("TTFT p50", "output tokens/s", "TTFT p50 (ms)")
 		right := newPlot("TTFT p99", "output tokens/s", "TTFT p99 (ms)")
-		for _, p := range []*plot.Plot{left, right} {
+		for _, p := range []*chart.Plot{left, right} {
 			p.X.Min, p.Y.Min = 0, 0
 		}
-		leg := newLegend()
+		leg := &chart.Legend{}
 		legended := map[string]bool{}
 		for _, cv := range curves {
 			p := left
@@ -340,24 +334,18 @@ func kneeChart(runs []*run) (*chart, string) {
 			}
 			// Both panels show one statistic each, so both draw it solid.
 			cv.stat = "p50"
-			line, pts := curveLine(cv)
-			p.Add(line, pts)
+			ln, pts := curveLine(cv)
+			p.Add(ln, pts)
 			if thin := thinPoints(cv); thin != nil {
 				p.Add(thin)
 			}
-			labels := plotter.XYLabels{}
+			labels := &chart.Labels{Offset: chart.Point{X: 4, Y: -3},
+				Style: chart.TextStyle{Size: chart.TickLabelSize, Color: color.Gray{Y: 0x30}}}
 			for _, pt := range cv.pts {
-				labels.XYs = append(labels.XYs, plotter.XY{X: pt.x, Y: pt.y})
-				labels.Labels = append(labels.Labels, pt.label)
+				labels.XYs = append(labels.XYs, chart.Point{X: pt.x, Y: pt.y})
+				labels.Texts = append(labels.Texts, pt.label)
 			}
-			if l, err := plotter.NewLabels(labels); err == nil {
-				for i := range l.TextStyle {
-					l.TextStyle[i].Font = left.Legend.TextStyle.Font
-					l.TextStyle[i].Color = color.Gray{Y: 0x30}
-				}
-				l.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(3)}
-				p.Add(l)
-			}
+			p.Add(labels)
 			key := cv.series + cv.r.suffix()
 			if !legended[key] {
 				legended[key] = true
@@ -366,9 +354,7 @@ func kneeChart(runs []*run) (*chart, string) {
 			}
 		}
 		if anyThin(curves) {
-			g, _ := plotter.NewScatter(plotter.XYs{{}})
-			g.Shape, g.Color, g.Radius = draw.CrossGlyph{}, color.Gray{Y: 0x30}, vg.Points(3)
-			leg.Add("p99, few requests", g)
+			leg.Add("p99, few requests", chart.MarkerThumb{Shape: chart.Cross, Color: color.Gray{Y: 0x30}, Radius: 3})
 		}
 		// Room for the labels of the last points.
 		left.X.Max *= 1.08
@@ -392,45 +378,41 @@ func curveColor(cv curve) color.Color {
 
 // curveLine returns the line and the points of a curve: p50 solid with filled points, p99
 // dashed with hollow ones; a thin p99 is left for thinPoints to draw.
-func curveLine(cv curve) (*plotter.Line, *plotter.Scatter) {
-	var xys, glyphs plotter.XYs
+func curveLine(cv curve) (*chart.Line, *chart.Scatter) {
+	var xys, glyphs []chart.Point
 	for _, p := range cv.pts {
-		xys = append(xys, plotter.XY{X: p.x, Y: p.y})
+		xys = append(xys, chart.Point{X: p.x, Y: p.y})
 		if !p.thin {
-			glyphs = append(glyphs, plotter.XY{X: p.x, Y: p.y})
+			glyphs = append(glyphs, chart.Point{X: p.x, Y: p.y})
 		}
 	}
-	line, _ := plotter.NewLine(xys)
 	col := curveColor(cv)
-	line.Color, line.Width = col, vg.Points(1.6)
-	sc, _ := plotter.NewScatter(glyphs)
-	sc.Color, sc.Radius, sc.Shape = col, vg.Points(2.6), draw.CircleGlyph{}
+	ln := line(xys, col, 1.6, nil)
+	sc := scatter(glyphs, chart.Dot, col, 2.6)
 	if cv.stat == "p99" {
-		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		line.Width = vg.Points(1.2)
-		sc.Shape = draw.RingGlyph{}
+		ln.Style.Dashes = []float64{5, 3}
+		ln.Style.Width = 1.2
+		sc.Marker.Shape = chart.Ring
 	}
-	return line, sc
+	return ln, sc
 }
 
 // thinPoints returns the crosses of a curve's thin p99 points, or nil when it has none.
-func thinPoints(cv curve) *plotter.Scatter {
-	var xys plotter.XYs
+func thinPoints(cv curve) *chart.Scatter {
+	var xys []chart.Point
 	for _, p := range cv.pts {
 		if p.thin {
-			xys = append(xys, plotter.XY{X: p.x, Y: p.y})
+			xys = append(xys, chart.Point{X: p.x, Y: p.y})
 		}
 	}
 	if len(xys) == 0 {
 		return nil
 	}
-	sc, _ := plotter.NewScatter(xys)
-	sc.Color, sc.Radius, sc.Shape = curveColor(cv), vg.Points(3), draw.CrossGlyph{}
-	return sc
+	return scatter(xys, chart.Cross, curveColor(cv), 3)
 }
 
-// seriesThumb returns the legend thumbnails of a curve: a p50 style line and point.
-func seriesThumb(cv curve) (plot.Thumbnailer, plot.Thumbnailer) {
+// seriesThumb returns the legend samples of a curve: a p50 style line and point.
+func seriesThumb(cv curve) (chart.Thumb, chart.Thumb) {
 	cv.pts = []curvePoint{{}}
 	if cv.stat == "" {
 		cv.stat = "p50"
@@ -438,20 +420,21 @@ func seriesThumb(cv curve) (plot.Thumbnailer, plot.Thumbnailer) {
 	if cv.color >= 0 && cv.stat == "p99" {
 		cv.stat = "p50"
 	}
-	return curveLine(cv)
+	ln, sc := curveLine(cv)
+	return ln, sc
 }
 
 // levelAxis puts a tick at every level and, when the levels span a factor of eight or more (a
 // doubling sweep, 1 to 256), uses a logarithmic scale so that the low levels do not crowd.
-func levelAxis(a *plot.Axis, levels []float64) {
-	ticks := make([]plot.Tick, len(levels))
+func levelAxis(a *chart.Axis, levels []float64) {
+	ticks := make([]chart.Tick, len(levels))
 	for i, v := range levels {
-		ticks[i] = plot.Tick{Value: v, Label: trimNumber(v)}
+		ticks[i] = chart.Tick{Value: v, Label: trimNumber(v)}
 	}
-	a.Tick.Marker = plot.ConstantTicks(ticks)
+	a.Ticks = chart.FixedTicks(ticks)
 	lo, hi := levels[0], levels[len(levels)-1]
 	if lo > 0 && hi/lo >= 8 {
-		a.Scale = plot.LogScale{}
+		a.Log = true
 		a.Min, a.Max = lo/1.25, hi*1.25
 		return
 	}
@@ -469,10 +452,7 @@ func sortedKeys(m map[float64]bool) []float64 {
 }
 
 // twoPanels draws two plots side by side with the legend placed by placeLegend.
-func twoPanels(dc draw.Canvas, leg plot.Legend, left, right *plot.Plot) {
+func twoPanels(dc chart.Canvas, leg *chart.Legend, left, right *chart.Plot) {
 	area := placeLegend(dc, leg)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(18), PadLeft: vg.Points(2), PadRight: vg.Points(2)}
-	cs := plot.Align([][]*plot.Plot{{left, right}}, tiles, area)
-	left.Draw(cs[0][0])
-	right.Draw(cs[0][1])
+	chart.DrawGrid(dc, [][]*chart.Plot{{left, right}}, area, chart.Grid{PadX: 18, PadLeft: 2, PadRight: 2})
 }

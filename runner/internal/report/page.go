@@ -54,8 +54,8 @@ type tpotView struct {
 
 type skipView struct{ Title, Reason string }
 
-// inlineSVG returns an SVG document for inclusion in HTML: without its XML declaration and
-// the comments before the svg element. The SVG is the plotting library's own output.
+// inlineSVG returns an SVG document for inclusion in HTML: without its XML declaration or
+// anything before the svg element. The SVG is the chart package's own output.
 func inlineSVG(b []byte) template.HTML {
 	if i := bytes.Index(b, []byte("<svg")); i >= 0 {
 		b = b[i:]

@@ -1,7 +1,7 @@
 // Package report writes a self-contained report of one result folder, or of two compared: an
 // HTML page that opens offline (every chart inline as SVG, no external asset), each chart also
 // as PNG and SVG files for papers and pull requests, and fits.csv with the prefill/decode
-// decomposition. The charts are drawn with gonum.org/v1/plot. A folder whose configs are load
+// decomposition. The charts are drawn with the chart package. A folder whose configs are load
 // points also gets latency against concurrency or rate, throughput against TTFT and a table of
 // its load points; a folder without one gets exactly the page it got before loads existed.
 //
@@ -28,7 +28,7 @@ const IndexFile = "index.html"
 type chartKind struct {
 	name  string
 	title string
-	build func(runs []*run) (*chart, string)
+	build func(runs []*run) (*figure, string)
 }
 
 // chartKinds lists the charts in the order the page shows them.

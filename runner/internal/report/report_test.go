@@ -282,6 +282,38 @@ func TestReportCompare(t *testing.T) {
 	}
 }
 
+// TestReportDeterministic writes the report of the same two folders twice and wants every
+// file the same, byte for byte: a chart drawn from the same data must not change, so that a
+// report can be compared with an earlier one and kept under version control.
+func TestReportDeterministic(t *testing.T) {
+	dirs := []string{filepath.Join("testdata", "old"), filepath.Join("testdata", "new")}
+	outs := [2]string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
+	var files [2][]string
+	for i, out := range outs {
+		res, err := Write(out, load(t, dirs...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[i] = res.Files
+	}
+	if strings.Join(files[0], " ") != strings.Join(files[1], " ") {
+		t.Fatalf("the two reports wrote %q and %q", files[0], files[1])
+	}
+	for _, f := range files[0] {
+		a, err := os.ReadFile(filepath.Join(outs[0], f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(outs[1], f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two reports of the same folders", f)
+		}
+	}
+}
+
 // checkRecovers fails unless the fits.csv row found the coefficients of model m: each within
 // four of its standard errors of the truth (a miss with less than one chance in ten thousand
 // for a correct fit), plus, for a, the half millisecond by which the model's occasional

@@ -7,11 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
@@ -94,54 +90,19 @@ type phasePanel struct {
 	gaps  map[int]bool // a blank slot before the bar at this index
 }
 
-// phaseBars draws a panel's bars: for each request, the server's phases stacked on the left
-// of its slot and the client's TTFT and e2e as a thin grey bar on the right, so that the two
-// can be read against each other.
-type phaseBars struct{ panel *phasePanel }
-
-var (
-	_ plot.Plotter    = phaseBars{}
-	_ plot.DataRanger = phaseBars{}
-)
-
-// slots returns the x position of each bar, leaving the panel's gaps blank.
-func (p phaseBars) slots() []float64 {
-	xs := make([]float64, len(p.panel.bars))
-	x := 0.0
-	for i := range p.panel.bars {
-		if p.panel.gaps[i] {
-			x++
-		}
-		xs[i] = x
-		x++
-	}
-	return xs
-}
-
-// DataRange returns the slots on x and zero to the highest bar on y.
-func (p phaseBars) DataRange() (xmin, xmax, ymin, ymax float64) {
-	xs := p.slots()
-	for _, b := range p.panel.bars {
-		ymax = max(ymax, b.top())
-	}
-	if ymax == 0 {
-		ymax = 1
-	}
-	return -0.6, xs[len(xs)-1] + 0.6, 0, ymax
-}
-
-// Plot draws the bars on the plot's canvas.
-func (p phaseBars) Plot(c draw.Canvas, plt *plot.Plot) {
-	trX, trY := plt.Transforms(&c)
+// phaseBars returns a panel's bars: for each request, the server's phases stacked on the
+// left of its slot and the client's TTFT and e2e as a thin grey bar on the right, so that the
+// two can be read against each other. The slots run from 0, one per request, with a blank one
+// between the folders.
+func phaseBars(pn *phasePanel) chart.Boxes {
+	var out chart.Boxes
 	rect := func(x0, x1, y0, y1 float64, col color.Color) {
-		if !(y1 > y0) {
-			return
+		if y1 > y0 {
+			out = append(out, chart.Box{X0: x0, X1: x1, Y0: y0, Y1: y1, Fill: col})
 		}
-		a, b := vg.Point{X: trX(x0), Y: trY(y0)}, vg.Point{X: trX(x1), Y: trY(y1)}
-		c.FillPolygon(col, []vg.Point{a, {X: b.X, Y: a.Y}, b, {X: a.X, Y: b.Y}})
 	}
-	for i, x := range p.slots() {
-		b := p.panel.bars[i]
+	for i, x := range pn.slots() {
+		b := pn.bars[i]
 		alpha := 0.9
 		if b.old {
 			alpha = 0.35
@@ -158,6 +119,33 @@ func (p phaseBars) Plot(c draw.Canvas, plt *plot.Plot) {
 			}
 		}
 	}
+	return out
+}
+
+// slots returns the x position of each bar, leaving the panel's gaps blank.
+func (pn *phasePanel) slots() []float64 {
+	xs := make([]float64, len(pn.bars))
+	x := 0.0
+	for i := range pn.bars {
+		if pn.gaps[i] {
+			x++
+		}
+		xs[i] = x
+		x++
+	}
+	return xs
+}
+
+// phaseRange returns the slots on x and zero to the highest bar on y.
+func (pn *phasePanel) phaseRange() (xmin, xmax, ymin, ymax float64) {
+	xs := pn.slots()
+	for _, b := range pn.bars {
+		ymax = max(ymax, b.top())
+	}
+	if ymax == 0 {
+		ymax = 1
+	}
+	return -0.6, xs[len(xs)-1] + 0.6, 0, ymax
 }
 
 // phaseStats counts what the server-phase chart rests on.
@@ -219,7 +207,7 @@ func phasePanels(runs []*run) ([]*phasePanel, phaseStats) {
 // serverPhasesChart draws, for every config whose measured requests the server timed, one bar
 // per request (at most maxPhaseBars per folder): queue, prefill and decode stacked, and the
 // client's TTFT and e2e beside them.
-func serverPhasesChart(runs []*run) (*chart, string) {
+func serverPhasesChart(runs []*run) (*figure, string) {
 	panels, st := phasePanels(runs)
 	if len(panels) == 0 {
 		return nil, "no measured request has server-side timings (queue, prefill or decode from the server's /metrics)"
@@ -229,8 +217,8 @@ func serverPhasesChart(runs []*run) (*chart, string) {
 		cols = 2
 	}
 	rows := (len(panels) + cols - 1) / cols
-	c := &chart{Name: serverPhasesChartName, Title: "Server-side phases of each request against the client's latency",
-		W: 7.5 * vg.Inch, H: vg.Length(rows)*2.3*vg.Inch + 0.5*vg.Inch}
+	c := &figure{Name: serverPhasesChartName, Title: "Server-side phases of each request against the client's latency",
+		W: 7.5 * inch, H: float64(rows)*2.3*inch + 0.5*inch}
 	c.Caption = fmt.Sprintf("One slot per measured request that the server timed, in the order sent: on the left the "+
 		"server's own queue, prefill and decode times, stacked, from the change in its /metrics histograms across the "+
 		"request; on the right, in grey, the client's TTFT (dark) and the rest of its stream up to e2e (light). Where "+
@@ -247,17 +235,17 @@ func serverPhasesChart(runs []*run) (*chart, string) {
 	if len(runs) > 1 {
 		c.Caption += " In each panel the requests of the old folder come first, lighter."
 	}
-	c.draw = func(dc draw.Canvas) {
-		leg := newLegend()
+	c.draw = func(dc chart.Canvas) {
+		leg := &chart.Legend{}
 		for k, name := range phaseNames {
-			leg.Add(name, swatch(phaseColors[k]))
+			leg.Add(name, chart.Swatch{Fill: phaseColors[k]})
 		}
-		leg.Add("client: TTFT", swatch(clientTTFTCl))
-		leg.Add("client: rest to e2e", swatch(clientRestCl))
+		leg.Add("client: TTFT", chart.Swatch{Fill: clientTTFTCl})
+		leg.Add("client: rest to e2e", chart.Swatch{Fill: clientRestCl})
 		area := placeLegend(dc, leg)
-		grid := make([][]*plot.Plot, rows)
+		grid := make([][]*chart.Plot, rows)
 		for i := range grid {
-			grid[i] = make([]*plot.Plot, cols)
+			grid[i] = make([]*chart.Plot, cols)
 		}
 		for i, pn := range panels {
 			xl := "requests in the order sent"
@@ -265,22 +253,15 @@ func serverPhasesChart(runs []*run) (*chart, string) {
 				xl = "requests in the order sent (old, then new)"
 			}
 			p := newPlot(pn.label, xl, "ms")
-			p.Title.TextStyle.Font.Size = vg.Points(9)
-			p.X.Tick.Marker = plot.ConstantTicks(nil)
-			p.Add(phaseBars{panel: pn})
+			p.TitleSize = 9
+			p.X.Ticks = chart.NoTicks
 			p.Y.Min = 0
+			x0, x1, _, y1 := pn.phaseRange()
+			p.X.Min, p.X.Max, p.Y.Max = x0, x1, y1
+			p.Add(phaseBars(pn))
 			grid[i/cols][i%cols] = p
 		}
-		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(14), PadY: vg.Points(8),
-			PadLeft: vg.Points(2), PadRight: vg.Points(2)}
-		cs := plot.Align(grid, tiles, area)
-		for i := range grid {
-			for j, p := range grid[i] {
-				if p != nil {
-					p.Draw(cs[i][j])
-				}
-			}
-		}
+		chart.DrawGrid(dc, grid, area, chart.Grid{PadX: 14, PadY: 8, PadLeft: 2, PadRight: 2})
 	}
 	return c, ""
 }
@@ -294,11 +275,4 @@ func clientOverhead(q *record.Request) (float64, bool) {
 	t, ok1 := msOf(q.TTFT)
 	s, ok2 := msOf(q.ServerTTFT)
 	return t - s, ok1 && ok2
-}
-
-// swatch returns a legend thumbnail filled with col.
-func swatch(col color.Color) plot.Thumbnailer {
-	sw, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}})
-	sw.Color, sw.LineStyle.Width = col, 0
-	return sw
 }

@@ -7,10 +7,8 @@ import (
 	"sort"
 
 	mstats "github.com/montanaflynn/stats"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/decompose"
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
@@ -84,7 +82,7 @@ type sweepSpec struct {
 // sweepChart draws the median of a metric against a length, with a 5–95% band, one line per
 // value of the other axes, and the least-squares fit of each sweep as a thin dashed line. It
 // returns a reason instead when no run has two distinct lengths.
-func sweepChart(runs []*run, s sweepSpec) (*chart, string) {
+func sweepChart(runs []*run, s sweepSpec) (*figure, string) {
 	type drawn struct {
 		r     *run
 		lines []sweepLine
@@ -109,13 +107,13 @@ func sweepChart(runs []*run, s sweepSpec) (*chart, string) {
 	if len(xs) < 2 {
 		return nil, fmt.Sprintf("the configs do not vary the %s (%d distinct value)", s.axis, len(xs))
 	}
-	c := &chart{Name: s.name, Title: s.title, W: 7.5 * vg.Inch, H: 4.6 * vg.Inch}
-	c.draw = func(dc draw.Canvas) {
+	c := &figure{Name: s.name, Title: s.title, W: 7.5 * inch, H: 4.6 * inch}
+	c.draw = func(dc chart.Canvas) {
 		p := newPlot(s.title, s.xLabel, s.yLabel)
 		if s.fromZero {
 			p.Y.Min = 0
 		}
-		leg := newLegend()
+		leg := &chart.Legend{}
 		for _, d := range all {
 			old := d.r.role == "old"
 			for _, l := range d.lines {
@@ -124,30 +122,26 @@ func sweepChart(runs []*run, s sweepSpec) (*chart, string) {
 				if old {
 					alpha = 0.1
 				}
-				var ring plotter.XYs
+				var ring []chart.Point
 				for _, pt := range l.pts {
-					ring = append(ring, plotter.XY{X: pt.x, Y: pt.hi})
+					ring = append(ring, chart.Point{X: pt.x, Y: pt.hi})
 				}
 				for i := len(l.pts) - 1; i >= 0; i-- {
-					ring = append(ring, plotter.XY{X: l.pts[i].x, Y: l.pts[i].lo})
+					ring = append(ring, chart.Point{X: l.pts[i].x, Y: l.pts[i].lo})
 				}
-				band, _ := plotter.NewPolygon(ring)
-				band.Color = withAlpha(col, alpha)
-				band.LineStyle.Width = 0
-				var med plotter.XYs
+				band := &chart.Polygon{XYs: ring, Fill: withAlpha(col, alpha)}
+				var med []chart.Point
 				for _, pt := range l.pts {
-					med = append(med, plotter.XY{X: pt.x, Y: pt.med})
+					med = append(med, chart.Point{X: pt.x, Y: pt.med})
 				}
-				line, pts, _ := plotter.NewLinePoints(med)
-				line.Color, line.Width = col, vg.Points(1.6)
-				line.Dashes = seriesDashes(colors[l.name])
-				pts.Color, pts.Radius, pts.Shape = col, vg.Points(2.4), draw.CircleGlyph{}
+				ln := line(med, col, 1.6, seriesDashes(colors[l.name]))
+				pts := scatter(med, chart.Dot, col, 2.4)
 				if old {
-					line.Dashes = oldDashes
-					pts.Shape = draw.RingGlyph{}
+					ln.Style.Dashes = oldDashes
+					pts.Marker.Shape = chart.Ring
 				}
-				p.Add(band, line, pts)
-				leg.Add(l.name+d.r.suffix(), line, pts)
+				p.Add(band, ln, pts)
+				leg.Add(l.name+d.r.suffix(), ln, pts)
 			}
 		}
 		// The fits go on top, across the lengths each sweep covers.
@@ -164,12 +158,10 @@ func sweepChart(runs []*run, s sweepSpec) (*chart, string) {
 						x0, x1 = math.Min(x0, pt.x), math.Max(x1, pt.x)
 					}
 				}
-				fl := plotter.NewFunction(f)
-				fl.XMin, fl.XMax, fl.Samples = x0, x1, 2
-				fl.Color, fl.Width = color.Gray{Y: 0x20}, vg.Points(1)
-				fl.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+				fl := &chart.Function{F: f, XMin: x0, XMax: x1,
+					Style: chart.LineStyle{Color: color.Gray{Y: 0x20}, Width: 1, Dashes: []float64{2, 2}}}
 				if d.r.role == "old" {
-					fl.Color = color.Gray{Y: 0x90}
+					fl.Style.Color = color.Gray{Y: 0x90}
 				}
 				p.Add(fl)
 				label := what
@@ -211,7 +203,7 @@ func joinComma(names []string) string {
 }
 
 // ttftChart is TTFT against prompt tokens: the prefill sweep.
-func ttftChart(runs []*run) (*chart, string) {
+func ttftChart(runs []*run) (*figure, string) {
 	return sweepChart(runs, sweepSpec{
 		name: "ttft_vs_prompt_tokens", title: "Time to first token against prompt length",
 		xLabel: "prompt tokens", yLabel: "TTFT (ms)", axis: "prompt length", fromZero: true,
@@ -229,7 +221,7 @@ func ttftChart(runs []*run) (*chart, string) {
 }
 
 // tpotChart is token-based TPOT against output tokens: the decode sweep.
-func tpotChart(runs []*run) (*chart, string) {
+func tpotChart(runs []*run) (*figure, string) {
 	return sweepChart(runs, sweepSpec{
 		name: "tpot_vs_output_tokens", title: "Time per output token against output length",
 		xLabel: "output tokens", yLabel: "TPOT per token (ms)", axis: "output length",

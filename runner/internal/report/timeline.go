@@ -6,11 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
@@ -99,7 +95,7 @@ func medianRequest(cd *configData) *record.Request {
 
 // timelineChart draws one request's events: above, the tokens and the text events received so
 // far against time; below, one stem per event at its arrival, as tall as the tokens it carried.
-func timelineChart(runs []*run) (*chart, string) {
+func timelineChart(runs []*run) (*figure, string) {
 	newest := runs[len(runs)-1]
 	label := timelineConfig(newest)
 	if label == "" {
@@ -121,7 +117,7 @@ func timelineChart(runs []*run) (*chart, string) {
 	for _, pk := range picks {
 		withTokens = withTokens || hasEventTokens(pk.q)
 	}
-	c := &chart{Name: "request_timeline", Title: "Events against tokens in one request", W: 8 * vg.Inch, H: 6 * vg.Inch}
+	c := &figure{Name: "request_timeline", Title: "Events against tokens in one request", W: 8 * inch, H: 6 * inch}
 	var desc []string
 	for _, pk := range picks {
 		ttft, _ := msOf(pk.q.TTFT)
@@ -140,28 +136,29 @@ func timelineChart(runs []*run) (*chart, string) {
 	if !withTokens {
 		c.Caption += " The server did not say how many tokens each event carried, so the stems show text bytes instead."
 	}
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		top := newPlot(fmt.Sprintf("One request of %s: what arrived when", label), "", "received so far")
 		bottom := newPlot("", "time since the request was sent (ms)", "tokens in event")
 		if !withTokens {
-			bottom.Y.Label.Text = "text bytes in event"
+			bottom.Y.Label = "text bytes in event"
 		}
 		top.Y.Min, bottom.Y.Min = 0, 0
-		leg := newLegend()
+		leg := &chart.Legend{}
+		nan := math.NaN()
 		for _, pk := range picks {
 			old := pk.r.role == "old"
 			tokCol, evCol := palette[0], palette[1]
 			if old {
 				tokCol, evCol = color.RGBA{0x7f, 0xb0, 0xd6, 0xff}, color.RGBA{0xe8, 0xa8, 0x80, 0xff}
 			}
-			tokens := plotter.XYs{{X: 0, Y: 0}}
-			events := plotter.XYs{{X: 0, Y: 0}}
-			var stems, tips, other plotter.XYs
+			tokens := []chart.Point{{X: 0, Y: 0}}
+			events := []chart.Point{{X: 0, Y: 0}}
+			var stems, tips, other []chart.Point
 			var nTok, nEv float64
 			for _, e := range pk.q.EventList {
 				t := float64(e.SinceT0) / 1e6
 				if !e.Text {
-					other = append(other, plotter.XY{X: t, Y: 0})
+					other = append(other, chart.Point{X: t, Y: 0})
 					continue
 				}
 				carried := float64(e.TextLen)
@@ -173,22 +170,22 @@ func timelineChart(runs []*run) (*chart, string) {
 				}
 				nEv++
 				nTok += carried
-				tokens = append(tokens, plotter.XY{X: t, Y: nTok})
-				events = append(events, plotter.XY{X: t, Y: nEv})
-				stems = append(stems, plotter.XY{X: t, Y: 0}, plotter.XY{X: t, Y: carried}, plotter.XY{X: t, Y: 0})
-				tips = append(tips, plotter.XY{X: t, Y: carried})
+				tokens = append(tokens, chart.Point{X: t, Y: nTok})
+				events = append(events, chart.Point{X: t, Y: nEv})
+				// One stem per event: a NaN point lifts the pen between them.
+				stems = append(stems, chart.Point{X: t, Y: 0}, chart.Point{X: t, Y: carried}, chart.Point{X: nan, Y: nan})
+				tips = append(tips, chart.Point{X: t, Y: carried})
 			}
 			if e2e, ok := msOf(pk.q.E2E); ok {
-				tokens = append(tokens, plotter.XY{X: e2e, Y: nTok})
-				events = append(events, plotter.XY{X: e2e, Y: nEv})
+				tokens = append(tokens, chart.Point{X: e2e, Y: nTok})
+				events = append(events, chart.Point{X: e2e, Y: nEv})
 			}
-			lt, _ := plotter.NewLine(tokens)
-			lt.StepStyle, lt.Color, lt.Width = plotter.PostStep, tokCol, vg.Points(1.6)
-			le, _ := plotter.NewLine(events)
-			le.StepStyle, le.Color, le.Width = plotter.PostStep, evCol, vg.Points(1.6)
-			le.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			lt := line(tokens, tokCol, 1.6, nil)
+			lt.Step = true
+			le := line(events, evCol, 1.6, []float64{4, 2})
+			le.Step = true
 			if old {
-				lt.Dashes = oldDashes
+				lt.Style.Dashes = oldDashes
 			}
 			top.Add(lt, le)
 			what := "tokens"
@@ -198,19 +195,16 @@ func timelineChart(runs []*run) (*chart, string) {
 			leg.Add(what+" received"+pk.r.suffix(), lt)
 			leg.Add("text events received"+pk.r.suffix(), le)
 			if len(stems) > 0 {
-				ls, _ := plotter.NewLine(stems)
-				ls.Color, ls.Width = tokCol, vg.Points(1)
-				sc, _ := plotter.NewScatter(tips)
-				sc.Color, sc.Radius, sc.Shape = tokCol, vg.Points(2), draw.CircleGlyph{}
+				ls := line(stems, tokCol, 1, nil)
+				sc := scatter(tips, chart.Dot, tokCol, 2)
 				if old {
-					sc.Shape = draw.RingGlyph{}
+					sc.Marker.Shape = chart.Ring
 				}
 				bottom.Add(ls, sc)
 				leg.Add(what+" per event"+pk.r.suffix(), ls, sc)
 			}
 			if len(other) > 0 {
-				so, _ := plotter.NewScatter(other)
-				so.Color, so.Radius, so.Shape = color.Gray{Y: 0x70}, vg.Points(2.5), draw.CrossGlyph{}
+				so := scatter(other, chart.Cross, color.Gray{Y: 0x70}, 2.5)
 				bottom.Add(so)
 				leg.Add("event without text"+pk.r.suffix(), so)
 			}
@@ -219,33 +213,10 @@ func timelineChart(runs []*run) (*chart, string) {
 		x0, x1 := min(top.X.Min, bottom.X.Min), max(top.X.Max, bottom.X.Max)
 		top.X.Min, top.X.Max, bottom.X.Min, bottom.X.Max = x0, x1, x0, x1
 		if withTokens {
-			bottom.Y.Tick.Marker = integerTicks{}
+			bottom.Y.Ticks = chart.IntegerTicks
 		}
 		area := placeLegend(dc, leg)
-		tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
-		cs := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, area)
-		top.Draw(cs[0][0])
-		bottom.Draw(cs[1][0])
+		chart.DrawGrid(dc, [][]*chart.Plot{{top}, {bottom}}, area, chart.Grid{PadY: 6, PadTop: 2, PadBottom: 2})
 	}
 	return c, ""
-}
-
-// integerTicks marks whole numbers only, for axes that count tokens.
-type integerTicks struct{}
-
-var _ plot.Ticker = integerTicks{}
-
-// Ticks returns labelled ticks at whole numbers, at most about six of them.
-func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
-	step := 1
-	for (hi-lo)/float64(step) > 6 {
-		step *= 2
-	}
-	var ts []plot.Tick
-	for v := int(lo); float64(v) <= hi; v += step {
-		if float64(v) >= lo {
-			ts = append(ts, plot.Tick{Value: float64(v), Label: fmt.Sprint(v)})
-		}
-	}
-	return ts
 }

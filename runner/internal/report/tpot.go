@@ -5,10 +5,8 @@ import (
 	"math"
 
 	mstats "github.com/montanaflynn/stats"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/onelayerdown/runner/runner/internal/chart"
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
@@ -60,7 +58,7 @@ func tpotPairs(r *run) []tpotPair {
 }
 
 // tpotChart draws the median TPOT per event and per token of every config side by side.
-func tpotCompareChart(runs []*run) (*chart, string) {
+func tpotCompareChart(runs []*run) (*figure, string) {
 	pairs := map[*run]map[string]tpotPair{}
 	var differ, total int
 	for _, r := range runs {
@@ -85,8 +83,8 @@ func tpotCompareChart(runs []*run) (*chart, string) {
 			}
 		}
 	}
-	c := &chart{Name: "tpot_event_vs_token", Title: "TPOT per streamed event against TPOT per token",
-		W: 7.5 * vg.Inch, H: rowsHeight(len(rows), len(runs))}
+	c := &figure{Name: "tpot_event_vs_token", Title: "TPOT per streamed event against TPOT per token",
+		W: 7.5 * inch, H: rowsHeight(len(rows), len(runs))}
 	c.Caption = fmt.Sprintf("Median TPOT of each config computed two ways: per text event, (last − first text event) / "+
 		"(text events − 1), and per token, (last − first text event) / (tokens after the first event). They agree when "+
 		"every event carries one token; when events carry several, the per-event figure is larger by the mean tokens per "+
@@ -94,16 +92,22 @@ func tpotCompareChart(runs []*run) (*chart, string) {
 	if len(runs) > 1 {
 		c.Caption += " Lighter bars are the old folder."
 	}
-	c.draw = func(dc draw.Canvas) {
+	c.draw = func(dc chart.Canvas) {
 		p := newPlot(c.Title, "median TPOT (ms)", "")
-		leg := newLegend()
-		pitch := (c.H - 1.1*vg.Inch) / vg.Length(len(rows))
+		leg := &chart.Legend{}
 		nbars := 2 * len(runs)
-		width := pitch * 0.8 / vg.Length(nbars)
+		width := 0.8 / float64(nbars) // in rows
 		k := 0
 		for _, r := range runs {
 			for j, which := range []string{"per event", "per token"} {
-				vals := make(plotter.Values, len(rows))
+				col := palette[j]
+				alpha := 0.85
+				if r.role == "old" {
+					alpha = 0.35
+				}
+				// Bars of one row, from the top: old per event, old per token, new ...
+				off := width * (float64(nbars-1)/2 - float64(k))
+				var bars chart.Boxes
 				for i, l := range rows {
 					pr, ok := pairs[r][l]
 					v := pr.event
@@ -113,28 +117,17 @@ func tpotCompareChart(runs []*run) (*chart, string) {
 					if !ok || math.IsNaN(v) {
 						v = 0
 					}
-					vals[len(rows)-1-i] = v
+					y := float64(len(rows)-1-i) + off
+					bars = append(bars, chart.Box{X0: 0, X1: v, Y0: y - width/2, Y1: y + width/2,
+						Fill: withAlpha(col, alpha), Line: chart.LineStyle{Color: col, Width: 0.5}})
 				}
-				b, err := plotter.NewBarChart(vals, width)
-				if err != nil {
-					continue
-				}
-				b.Horizontal = true
-				// Bars of one row, from the top: old per event, old per token, new ...
-				b.Offset = width * (vg.Length(nbars-1)/2 - vg.Length(k))
-				col := palette[j]
-				alpha := 0.85
-				if r.role == "old" {
-					alpha = 0.35
-				}
-				b.Color = withAlpha(col, alpha)
-				b.LineStyle.Color, b.LineStyle.Width = col, vg.Points(0.5)
-				p.Add(b)
-				leg.Add(which+r.suffix(), b)
+				p.Add(bars)
+				leg.Add(which+r.suffix(), bars)
 				k++
 			}
 		}
-		p.NominalY(reversed(rows)...)
+		p.Y.Ticks = nominalTicks(rows)
+		p.Y.Min, p.Y.Max = -0.5, float64(len(rows))-0.5
 		p.X.Min = 0
 		legendBeside(dc, p, leg)
 	}
