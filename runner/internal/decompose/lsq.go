@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Level is the confidence level of every interval this package computes.
@@ -45,7 +43,7 @@ var ErrNoVariation = errors.New("x takes a single value")
 // tQuantile returns the two-sided Level critical value of Student's t with df degrees of
 // freedom.
 func tQuantile(df int) float64 {
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(1 - (1-Level)/2)
+	return studentTQuantile(1-(1-Level)/2, df)
 }
 
 func estimate(v, se float64, df int) Estimate {

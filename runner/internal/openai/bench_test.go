@@ -1,6 +1,11 @@
 package openai
 
-import "testing"
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // BenchmarkDecodeChunk measures decoding one vLLM chat chunk with continuous usage stats.
 func BenchmarkDecodeChunk(b *testing.B) {
@@ -11,6 +16,21 @@ func BenchmarkDecodeChunk(b *testing.B) {
 		c, err := DecodeChunk(data)
 		if err != nil || c.Text != " river" {
 			b.Fatal(c, err)
+		}
+	}
+}
+
+// BenchmarkParseMetrics measures parsing a vLLM /metrics page with two engines.
+func BenchmarkParseMetrics(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "metrics", "vllm_v1_two_engines.prom"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseMetrics(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

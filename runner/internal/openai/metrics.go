@@ -7,10 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // The vLLM histograms the runner reads from /metrics, server-side counterparts of its own
@@ -107,9 +103,10 @@ type Sample struct {
 
 // Metrics is a parsed Prometheus text exposition.
 type Metrics struct {
-	// Histograms holds every histogram series, in the order of their first sample.
+	// Histograms holds every histogram series, sorted by name and labels.
 	Histograms []*Histogram
-	// Samples holds every other sample, in order.
+	// Samples holds every other sample, sorted by name and labels; samples of one series keep
+	// their input order.
 	Samples []Sample
 }
 
@@ -169,12 +166,11 @@ func (m *Metrics) Value(name string, match ...Label) (float64, bool) {
 	return 0, false
 }
 
-// ParseMetrics parses the Prometheus text format (version 0.0.4) that vLLM's /metrics serves,
-// with the Prometheus project's own parser (prometheus/common/expfmt). A family is a histogram
-// when a "# TYPE name histogram" line says so, or when it has name_bucket samples with an "le"
-// label (excerpts may lack the TYPE line). Summaries become plain samples: name_sum,
-// name_count and one sample per quantile. Histograms and samples are sorted by name and
-// labels. Errors name the line; garbage is an error, never a panic.
+// ParseMetrics parses the Prometheus text format (version 0.0.4) that vLLM's /metrics serves.
+// A family is a histogram when a "# TYPE name histogram" line says so, or when it has
+// name_bucket samples with an "le" label (excerpts may lack the TYPE line). Summaries become
+// plain samples: name_sum, name_count and one sample per quantile. Histograms and samples are
+// sorted by name and labels. Errors name the line; garbage is an error, never a panic.
 func ParseMetrics(r io.Reader) (m *Metrics, err error) {
 	// The parser is not known to panic on any input, but a /metrics page comes from another
 	// process: a panic in it must fail the scrape, not the run.
@@ -183,41 +179,19 @@ func ParseMetrics(r io.Reader) (m *Metrics, err error) {
 			m, err = nil, fmt.Errorf("metrics: the parser failed: %v", p)
 		}
 	}()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := p.TextToMetricFamilies(r)
+	b, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	m = &Metrics{}
-	for name, mf := range families {
-		for _, x := range mf.GetMetric() {
-			labels := dtoLabels(x.GetLabel())
-			switch mf.GetType() {
-			case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-				m.Histograms = append(m.Histograms, dtoHistogram(name, labels, x.GetHistogram()))
-			case dto.MetricType_SUMMARY:
-				s := x.GetSummary()
-				if s.SampleSum != nil {
-					m.Samples = append(m.Samples, Sample{name + "_sum", labels, s.GetSampleSum()})
-				}
-				if s.SampleCount != nil {
-					m.Samples = append(m.Samples, Sample{name + "_count", labels, float64(s.GetSampleCount())})
-				}
-				for _, q := range s.GetQuantile() {
-					ql := sortedLabels(append(slices.Clone(labels), Label{"quantile", strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64)}))
-					m.Samples = append(m.Samples, Sample{name, ql, q.GetValue()})
-				}
-			case dto.MetricType_COUNTER:
-				m.Samples = append(m.Samples, Sample{name, labels, x.GetCounter().GetValue()})
-			case dto.MetricType_GAUGE:
-				m.Samples = append(m.Samples, Sample{name, labels, x.GetGauge().GetValue()})
-			default:
-				m.Samples = append(m.Samples, Sample{name, labels, x.GetUntyped().GetValue()})
-			}
-		}
-	}
-	if err := m.foldUntyped(); err != nil {
+	m, lines, err := parseText(string(b))
+	if err != nil {
 		return nil, err
+	}
+	if err := m.foldUntyped(lines); err != nil {
+		return nil, err
+	}
+	for _, h := range m.Histograms {
+		slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
 	}
 	slices.SortFunc(m.Histograms, func(a, b *Histogram) int {
 		return strings.Compare(seriesKey(a.Name, a.Labels), seriesKey(b.Name, b.Labels))
@@ -229,8 +203,9 @@ func ParseMetrics(r io.Reader) (m *Metrics, err error) {
 }
 
 // foldUntyped turns the untyped samples of a histogram whose TYPE line is missing (name_bucket
-// with an "le" label, name_sum, name_count) into a histogram.
-func (m *Metrics) foldUntyped() error {
+// with an "le" label, name_sum, name_count) into a histogram. lines holds the input line of
+// each sample, for the errors.
+func (m *Metrics) foldUntyped(lines []int) error {
 	bases := map[string]bool{}
 	for _, s := range m.Samples {
 		if base, ok := strings.CutSuffix(s.Name, "_bucket"); ok && base != "" && hasLabel(s.Labels, "le") {
@@ -245,7 +220,7 @@ func (m *Metrics) foldUntyped() error {
 		index[seriesKey(h.Name, h.Labels)] = h
 	}
 	var rest []Sample
-	for _, s := range m.Samples {
+	for i, s := range m.Samples {
 		base, part := "", ""
 		for _, suffix := range []string{"bucket", "sum", "count"} {
 			if b, ok := strings.CutSuffix(s.Name, "_"+suffix); ok && bases[b] {
@@ -277,7 +252,7 @@ func (m *Metrics) foldUntyped() error {
 		case "bucket":
 			ub, err := strconv.ParseFloat(le, 64)
 			if err != nil || math.IsNaN(ub) {
-				return fmt.Errorf("metrics: %s: bad le %q", s.Name, le)
+				return fmt.Errorf("metrics: text format parsing error in line %d: %s: bad le %q", lines[i], s.Name, le)
 			}
 			h.Buckets = append(h.Buckets, Bucket{ub, s.Value})
 		case "sum":
@@ -291,27 +266,6 @@ func (m *Metrics) foldUntyped() error {
 		slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
 	}
 	return nil
-}
-
-// dtoHistogram converts one parsed histogram series.
-func dtoHistogram(name string, labels []Label, x *dto.Histogram) *Histogram {
-	h := &Histogram{Name: name, Labels: labels,
-		Sum: x.GetSampleSum(), HasSum: x.SampleSum != nil,
-		Count: float64(x.GetSampleCount()) + x.GetSampleCountFloat(), HasCount: x.SampleCount != nil || x.SampleCountFloat != nil}
-	for _, b := range x.GetBucket() {
-		h.Buckets = append(h.Buckets, Bucket{b.GetUpperBound(), float64(b.GetCumulativeCount()) + b.GetCumulativeCountFloat()})
-	}
-	slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
-	return h
-}
-
-// dtoLabels converts a parsed label set, sorted by name.
-func dtoLabels(in []*dto.LabelPair) []Label {
-	out := make([]Label, 0, len(in))
-	for _, l := range in {
-		out = append(out, Label{l.GetName(), l.GetValue()})
-	}
-	return sortedLabels(out)
 }
 
 func sortedLabels(ls []Label) []Label {

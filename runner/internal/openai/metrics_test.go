@@ -150,7 +150,9 @@ func TestParseMetricsSyntax(t *testing.T) {
 	}
 }
 
-// FuzzParseMetrics checks that no input panics and that parsed histograms are well formed.
+// FuzzParseMetrics checks that no input panics, that an error names its line, that parsed
+// histograms are well formed, that a parse does not depend on anything but its input, and
+// that the text format written back from a parse parses to the same result.
 func FuzzParseMetrics(f *testing.F) {
 	for _, name := range []string{"vllm_v1_two_engines.prom", "vllm_docs_excerpt.prom", "untyped_fragment.prom"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "metrics", name))
@@ -160,11 +162,14 @@ func FuzzParseMetrics(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Add("a{b=\"\\\"\"} +Inf 5\n# TYPE h histogram\nh_sum 1\n")
+	for _, c := range textCases {
+		f.Add(c.in)
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		m, err := ParseMetrics(strings.NewReader(in))
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "metrics: ") {
-				t.Errorf("error %q lacks the metrics: prefix", err)
+			if !strings.HasPrefix(err.Error(), "metrics: ") || !errLine.MatchString(err.Error()) {
+				t.Errorf("error %q lacks the metrics: prefix or a line", err)
 			}
 			return
 		}
@@ -179,5 +184,77 @@ func FuzzParseMetrics(f *testing.F) {
 				t.Errorf("buckets not sorted: %v", h.Buckets)
 			}
 		}
+		got := renderParse(in)
+		if again := renderParse(in); again != got {
+			t.Fatalf("two parses differ:\n%s\n%s", got, again)
+		}
+		text, ok := writeText(m)
+		if !ok {
+			return
+		}
+		if back := renderParse(text); back != got {
+			t.Errorf("written back as\n%s\nit parses to\n%s\nnot\n%s", text, back, got)
+		}
 	})
+}
+
+// writeText writes m in the text format: each histogram under a TYPE line, every plain sample
+// untyped. It reports false for what the format cannot say back unchanged: a plain sample or
+// a histogram whose name is another histogram's with or without a suffix, which the parser
+// would read into that histogram, and the negative counts that only an untyped histogram can
+// hold, -0 among them.
+func writeText(m *Metrics) (string, bool) {
+	taken := map[string]int{}
+	for _, h := range m.Histograms {
+		if slices.ContainsFunc(h.Buckets, func(b Bucket) bool { return math.Signbit(b.Count) }) || h.HasCount && math.Signbit(h.Count) {
+			return "", false
+		}
+		if i := slices.IndexFunc(m.Histograms, func(x *Histogram) bool { return x.Name == h.Name }); m.Histograms[i] != h {
+			continue // another series of a family already counted
+		}
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			taken[h.Name+suffix]++
+		}
+	}
+	for _, h := range m.Histograms {
+		if taken[h.Name] > 1 {
+			return "", false
+		}
+	}
+	for _, s := range m.Samples {
+		if taken[s.Name] > 0 {
+			return "", false
+		}
+	}
+	var b strings.Builder
+	labels := func(ls []Label, extra ...Label) string {
+		var parts []string
+		for _, l := range append(slices.Clone(ls), extra...) {
+			v := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(l.Value)
+			parts = append(parts, l.Name+`="`+v+`"`)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	typed := map[string]bool{}
+	for _, h := range m.Histograms {
+		if !typed[h.Name] {
+			typed[h.Name] = true
+			fmt.Fprintf(&b, "# TYPE %s histogram\n", h.Name)
+		}
+		// A sample of the bare name without le makes the series without adding to it.
+		fmt.Fprintf(&b, "%s%s 0\n", h.Name, labels(h.Labels))
+		for _, x := range h.Buckets {
+			fmt.Fprintf(&b, "%s_bucket%s %s\n", h.Name, labels(h.Labels, Label{"le", renderFloat(x.UpperBound)}), renderFloat(x.Count))
+		}
+		if h.HasSum {
+			fmt.Fprintf(&b, "%s_sum%s %s\n", h.Name, labels(h.Labels), renderFloat(h.Sum))
+		}
+		if h.HasCount {
+			fmt.Fprintf(&b, "%s_count%s %s\n", h.Name, labels(h.Labels), renderFloat(h.Count))
+		}
+	}
+	for _, s := range m.Samples {
+		fmt.Fprintf(&b, "%s%s %s\n", s.Name, labels(s.Labels), renderFloat(s.Value))
+	}
+	return b.String(), true
 }
