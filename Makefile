@@ -50,8 +50,9 @@ ollama: ## build the pinned ollama (real CPU engine) into the user cache; no-op 
 model: build ## generate the tiny random-weight llama model bin/tiny.gguf
 	@test -f bin/tiny.gguf || $(BIN) tinymodel bin/tiny.gguf
 
-demo: build ollama model ## the main job on any machine: run experiments/cpu-demo.yaml on the real CPU engine
+demo: build ollama model ## the main job on any machine: experiments/cpu-demo.yaml on the real CPU engine, then against its baseline
 	$(BIN) experiments/cpu-demo.yaml
+	@.ci/demo-compare.sh $(BIN) results
 
 demo-load: build ollama model ## latency under load on the real CPU engine: experiments/cpu-load.yaml
 	$(BIN) experiments/cpu-load.yaml

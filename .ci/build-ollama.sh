@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # Builds the pinned ollama release from the Go module proxy into a cache folder
 # outside the source tree, for the tests and examples that run a real engine
-# on the CPU. Running it again is a no-op once the binary exists.
+# on the CPU. Running it again is a no-op once the binary exists: the cache is
+# keyed by the version.
 #
 #   .ci/build-ollama.sh            build if missing, print the binary's path
 #   OLLAMA_VERSION=v0.17.4         the pinned release (override at your own risk)
 #   RUNNER_CACHE_DIR=DIR           where builds land (default ${XDG_CACHE_HOME:-$HOME/.cache}/runner)
+#   BUILD_PROGRESS_EVERY=30        seconds between progress lines
+#
+# What it compiles: ollama's Go code, ggml's CPU backend (the only backend a Go
+# build of ollama has: CUDA, ROCm, Vulkan and Metal are built by CMake, never
+# here) and llama.cpp, which ollama links for model loading and its older
+# runner. About four fifths of the compile time is llama.cpp's C++; the
+# compiler wrapper .ci/ollama/cc builds it at -O1 and every C and C++ file of
+# ollama without debug information, which roughly halves the build, while ggml,
+# where every token is computed, keeps the optimisation its package asks for.
+# The go command compiles the C and C++ files of a package in parallel, on
+# every core.
 #
 # The module zip leaves out llama.cpp's vendor/ folder, so three headers come
 # from elsewhere: nlohmann/json.hpp and stb/stb_image.h from Debian packages,
@@ -18,6 +30,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${RUNNER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/runner}"
 bindir="$cache/ollama-$version/bin"
 bin="$bindir/ollama"
+every="${BUILD_PROGRESS_EVERY:-30}"
 
 if [ -x "$bin" ]; then
 	echo "$bin"
@@ -47,14 +60,63 @@ for cmd in gcc g++; do
 done
 
 mkdir -p "$bindir"
-start=$(date +%s)
-echo "build-ollama: building github.com/ollama/ollama@$version (several minutes on a cold build cache)" >&2
+work="$(mktemp -d -t build-ollama.XXXXXX)"
+log="$work/build.log"
+builder=
+cleanup() {
+	if [ -n "$builder" ]; then
+		kill "$builder" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
 # go install pkg@version builds outside any module, so the project's go.mod
 # and GOFLAGS do not apply; GOFLAGS is cleared so a -mod setting cannot break it.
 # Release builds stamp the version with -ldflags; without it /api/version
 # answers "0.0.0", and the version is what result manifests record.
-env GOFLAGS= CGO_ENABLED=1 GOBIN="$bindir" \
-	CGO_CPPFLAGS="-I$root/.ci/ollama/include ${CGO_CPPFLAGS:-}" \
-	go install -ldflags "-X github.com/ollama/ollama/version.Version=${version#v}" "github.com/ollama/ollama@$version"
-echo "build-ollama: built in $(($(date +%s) - start))s" >&2
+build=(env GOFLAGS= CGO_ENABLED=1 GOBIN="$bindir"
+	CC="$root/.ci/ollama/cc ${CC:-gcc}" CXX="$root/.ci/ollama/cc ${CXX:-g++}"
+	CGO_CPPFLAGS="-I$root/.ci/ollama/include ${CGO_CPPFLAGS:-}"
+	go install -ldflags "-X github.com/ollama/ollama/version.Version=${version#v}")
+pkg="github.com/ollama/ollama@$version"
+
+start=$(date +%s)
+echo "build-ollama: building $pkg on $(nproc) cores (several minutes on a cold build cache; a line every ${every}s)" >&2
+# The dry run lists every command the build would run: how many C and C++ files and Go
+# packages there are to compile, for the progress lines. It downloads the modules first.
+"${build[@]}" -n "$pkg" >"$work/plan.log" 2>&1 || {
+	cat "$work/plan.log" >&2
+	exit 1
+}
+c_re=' -c [^ ]+\.(c|cc|cpp)$'
+go_re='/compile -o '
+c_total=$(grep -cE "$c_re" "$work/plan.log" || true)
+go_total=$(grep -cE "$go_re" "$work/plan.log" || true)
+echo "build-ollama: modules ready after $(($(date +%s) - start))s; to compile: $c_total C/C++ files, $go_total Go packages" >&2
+
+# -x prints each command as it starts: the log is how far along the build is.
+"${build[@]}" -x "$pkg" >"$log" 2>&1 &
+builder=$!
+while kill -0 "$builder" 2>/dev/null; do
+	for _ in $(seq "$every"); do
+		kill -0 "$builder" 2>/dev/null || break
+		sleep 1
+	done
+	kill -0 "$builder" 2>/dev/null || break
+	c_done=$(grep -cE "$c_re" "$log" || true)
+	go_done=$(grep -cE "$go_re" "$log" || true)
+	now=$(grep -oE "$c_re" "$log" | tail -n 1 | sed -E 's/^ -c //; s#^.*/##' || true)
+	echo "build-ollama: $(($(date +%s) - start))s: C/C++ $c_done of $c_total files, Go $go_done of $go_total packages${now:+; compiling $now}" >&2
+done
+status=0
+wait "$builder" || status=$?
+builder=
+if [ "$status" -ne 0 ]; then
+	# The commands -x printed are noise here: show what failed.
+	grep -vE '^(mkdir|cd|cat|echo|mv|cp|rm|TERM=|\$WORK|/usr/local/go/pkg/tool|[A-Z_]+=)' "$log" | tail -n 60 >&2
+	echo "build-ollama: the build failed (exit $status); the full log is above" >&2
+	exit "$status"
+fi
+echo "build-ollama: built in $(($(date +%s) - start))s: $bin" >&2
 echo "$bin"

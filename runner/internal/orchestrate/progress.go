@@ -75,7 +75,11 @@ func (p *Progress) Handle(e Event) error {
 		}
 		p.note("preparing %s of exact length (%s)", tabular.Plural(e.Lengths, "prompt"), how)
 	case PromptsPrepared:
-		p.note("prompts ready after %s", e.Took.Round(100*time.Millisecond))
+		took := e.Took.Round(100 * time.Millisecond)
+		if e.Took < time.Second {
+			took = e.Took.Round(time.Millisecond)
+		}
+		p.note("prompts ready after %s", took)
 	case Rewarming:
 		p.note("resume: warming the new server with %d unrecorded requests (its first request and warm-ups)", e.Requests)
 	case LoadPointStarted:
