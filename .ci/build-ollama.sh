@@ -11,13 +11,13 @@
 #
 # What it compiles: ollama's Go code, ggml's CPU backend (the only backend a Go
 # build of ollama has: CUDA, ROCm, Vulkan and Metal are built by CMake, never
-# here) and llama.cpp, which ollama links for model loading and its older
-# runner. About four fifths of the compile time is llama.cpp's C++; the
-# compiler wrapper .ci/ollama/cc builds it at -O1 and every C and C++ file of
-# ollama without debug information, which roughly halves the build, while ggml,
-# where every token is computed, keeps the optimisation its package asks for.
-# The go command compiles the C and C++ files of a package in parallel, on
-# every core.
+# here) and llama.cpp, which ollama links to read a model's metadata and for its
+# older runner. With the compiler's defaults (-O2 -g) about four fifths of the
+# compile time is llama.cpp's C++. The compiler wrapper .ci/ollama/cc builds
+# llama.cpp at -O0 and every C and C++ file of ollama without debug
+# information; ggml, where every token is computed, keeps the optimisation its
+# package asks for. The go command compiles the C and C++ files of a package in
+# parallel, on every core.
 #
 # The module zip leaves out llama.cpp's vendor/ folder, so three headers come
 # from elsewhere: nlohmann/json.hpp and stb/stb_image.h from Debian packages,

@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
@@ -157,7 +160,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	shown := folder.Secrets().Writer(stderr)
 	progress := orchestrate.NewQuietProgress(shown)
 	if !*quiet {
-		progress = orchestrate.NewProgress(shown, isTerminal(stderr))
+		progress = orchestrate.NewProgress(shown, isTerminal(stderr)).Width(func() int { return terminalWidth(stderr) })
 	}
 	out, runErr := orchestrate.Run(ctx, orchestrate.Options{
 		Experiment: exp, Configs: cfgs, Done: done, Logs: folder.ServerLog,
@@ -267,6 +270,20 @@ func preflight(cfgs []experiment.Config) []string {
 		problems = append(problems, fmt.Sprintf("server %s (config %s): %s", c.ServerID, c.Label, msg))
 	}
 	return problems
+}
+
+// terminalWidth returns the columns of the terminal w, from the kernel (so that a resized
+// window is followed) or else from $COLUMNS; 0 when neither says.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		var ws struct{ rows, cols, x, y uint16 }
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TIOCGWINSZ, uintptr(unsafe.Pointer(&ws)))
+		if errno == 0 && ws.cols > 0 {
+			return int(ws.cols)
+		}
+	}
+	n, _ := strconv.Atoi(os.Getenv("COLUMNS"))
+	return max(n, 0)
 }
 
 // isTerminal reports whether w is a character device, such as an interactive terminal.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
@@ -220,5 +221,57 @@ func BenchmarkProgress(b *testing.B) {
 			}
 			b.ReportMetric(float64(w.n)/float64(b.N), "bytes/request")
 		})
+	}
+}
+
+// TestProgressNarrowTerminal checks that on a terminal the status line never reaches the
+// terminal's width, however long a config's label, and follows a resize: a longer line would
+// wrap, and every redraw would leave the wrapped part behind.
+func TestProgressNarrowTerminal(t *testing.T) {
+	cols := 40
+	var b strings.Builder
+	p := NewProgress(&b, true).Width(func() int { return cols })
+	p.Handle(RunStarted{Requests: 3, Servers: 1})
+	ms := func(f float64) *time.Duration { d := time.Duration(f * float64(time.Millisecond)); return &d }
+	e := RequestMeasured{Config: experiment.Config{Label: "prompt_tokens=256,max_tokens=48,api=chat"},
+		Record: record.Request{Phase: record.PhaseMeasure, Rep: 3, Status: record.StatusOK,
+			TTFT: ms(53.2), TPOTToken: ms(5.01), OutputTokens: record.Int(48)}}
+	for _, c := range []int{40, 12, 200} {
+		cols = c
+		b.Reset()
+		p.Handle(e)
+		// A redraw is "\r\x1b[2K" and the status line.
+		line := strings.TrimPrefix(b.String(), "\r\x1b[2K")
+		if strings.ContainsAny(line, "\r\n") {
+			t.Fatalf("cols %d: the redraw %q is more than one line", c, b.String())
+		}
+		if n := utf8.RuneCountInString(line); n >= c {
+			t.Errorf("cols %d: status line of %d characters: %q", c, n, line)
+		}
+		if c == 200 && strings.Contains(line, "…") {
+			t.Errorf("cols 200: the line was cut although it fits: %q", line)
+		}
+		if c < 200 && !strings.HasSuffix(line, "…") {
+			t.Errorf("cols %d: a cut line must say so with …: %q", c, line)
+		}
+	}
+}
+
+func TestFit(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		cols int
+		want string
+	}{
+		{"short", 80, "short"},
+		{"exactly9!", 10, "exactly9!"},
+		{"exactly10!", 10, "exactly1…"},
+		{"ünïcödé text", 6, "ünïc…"},
+		{"anything", 0, "anything"},
+		{"anything", 1, ""},
+	} {
+		if got := fit(tt.s, tt.cols); got != tt.want {
+			t.Errorf("fit(%q, %d) = %q, want %q", tt.s, tt.cols, got, tt.want)
+		}
 	}
 }

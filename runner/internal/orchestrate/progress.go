@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
@@ -21,6 +22,7 @@ type Progress struct {
 	terminal bool
 	quiet    bool // report problems only
 	now      func() time.Time
+	width    func() int // the terminal's columns, 0 when unknown
 
 	mu     sync.Mutex
 	total  int
@@ -32,6 +34,15 @@ type Progress struct {
 // NewProgress returns a Progress writing to w; terminal says whether w is a terminal.
 func NewProgress(w io.Writer, terminal bool) *Progress {
 	return &Progress{w: w, terminal: terminal, now: time.Now}
+}
+
+// Width makes the status line of a terminal fit width() columns, asked at every redraw so that
+// a resized terminal is followed: a line longer than the terminal would wrap, and redrawing it
+// would then leave the wrapped part behind on every update. A width of 0 means unknown, and the
+// line is not cut. It returns p.
+func (p *Progress) Width(width func() int) *Progress {
+	p.width = width
+	return p
 }
 
 // NewQuietProgress returns a Progress that reports only problems on w: a server that did not
@@ -203,7 +214,24 @@ func (p *Progress) draw(last string) {
 	}
 	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
 	p.status = fmt.Sprintf("[%s] %d/%d  ETA %s  %s", bar, p.done, p.total, p.eta(), last)
+	if p.width != nil {
+		p.status = fit(p.status, p.width())
+	}
 	fmt.Fprintf(p.w, "\r\x1b[2K%s", p.status)
+}
+
+// fit cuts s to fewer than cols characters, ending it with "…" when it was cut, so that it
+// stays on one line of a terminal of cols columns (the last column is left free: some
+// terminals wrap as soon as it is written). A cols of 0 or less leaves s as it is.
+func fit(s string, cols int) string {
+	if cols <= 0 || utf8.RuneCountInString(s) < cols {
+		return s
+	}
+	if cols < 2 {
+		return ""
+	}
+	r := []rune(s)
+	return string(r[:cols-2]) + "…"
 }
 
 // eta extrapolates the time left from the pace so far.
