@@ -106,7 +106,8 @@ while kill -0 "$builder" 2>/dev/null; do
 	kill -0 "$builder" 2>/dev/null || break
 	c_done=$(grep -cE "$c_re" "$log" || true)
 	go_done=$(grep -cE "$go_re" "$log" || true)
-	now=$(grep -oE "$c_re" "$log" | tail -n 1 | sed -E 's/^ -c //; s#^.*/##' || true)
+	# The files cgo writes itself (_cgo_export.c, NAME.cgo2.c, _cgo_main.c) say nothing.
+	now=$(grep -oE "$c_re" "$log" | sed -E 's/^ -c //; s#^.*/##' | grep -vE '^_cgo_|\.cgo2\.c$' | tail -n 1 || true)
 	echo "build-ollama: $(($(date +%s) - start))s: C/C++ $c_done of $c_total files, Go $go_done of $go_total packages${now:+; compiling $now}" >&2
 done
 status=0
