@@ -65,11 +65,15 @@ log="$work/build.log"
 builder=
 cleanup() {
 	if [ -n "$builder" ]; then
-		kill "$builder" 2>/dev/null || true
+		# The build runs in a process group of its own: its compilers stop with it.
+		kill -- -"$builder" 2>/dev/null || true
 	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
+# A signal ends the script through its EXIT trap, which stops the build.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # go install pkg@version builds outside any module, so the project's go.mod
 # and GOFLAGS do not apply; GOFLAGS is cleared so a -mod setting cannot break it.
@@ -96,7 +100,7 @@ go_total=$(grep -cE "$go_re" "$work/plan.log" || true)
 echo "build-ollama: modules ready after $(($(date +%s) - start))s; to compile: $c_total C/C++ files, $go_total Go packages" >&2
 
 # -x prints each command as it starts: the log is how far along the build is.
-"${build[@]}" -x "$pkg" >"$log" 2>&1 &
+setsid "${build[@]}" -x "$pkg" >"$log" 2>&1 &
 builder=$!
 while kill -0 "$builder" 2>/dev/null; do
 	for _ in $(seq "$every"); do

@@ -7,8 +7,8 @@
 set -euo pipefail
 bin=$1
 results=$2
-baseline=results/cpu-demo/baseline
-new=$(find "$results/cpu-demo" -mindepth 1 -maxdepth 1 -type d ! -name baseline 2>/dev/null | sort | tail -n 1)
+baseline="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/results/cpu-demo/baseline"
+new=$(find "$results/cpu-demo" -mindepth 1 -maxdepth 1 -type d ! -name baseline 2>/dev/null | sort | tail -n 1 || true)
 if [ -z "$new" ]; then
 	echo "demo: no run of cpu-demo in $results/cpu-demo to compare" >&2
 	exit 1
@@ -17,7 +17,7 @@ read -r load1 _ </proc/loadavg
 cores=$(nproc)
 field() { sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$baseline/manifest.json" | head -n 1; }
 echo
-echo "== this run against $baseline (no gate: for reading only)"
+echo "== this run against results/cpu-demo/baseline (no gate: for reading only)"
 "$bin" diff "$baseline" "$new"
 cat <<MSG
 

@@ -53,7 +53,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	wide := fs.Bool("wide", false, "end with the summary's every column (p99, mean, stddev) instead of a table that fits 100 columns")
 	quiet := fs.Bool("quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
 	shardFlag := fs.String("shard", "", "run only shard `I/N` of the plan (I from 0); auto/N or auto read the index, and the count, from a Kubernetes Indexed Job's or a Slurm array's environment")
-	stopGrace := fs.Duration("stop-grace", engine.DefaultStopGrace, "how long a booted server gets to exit after SIGTERM before it is killed")
+	stopGrace := fs.Duration("stop-grace", engine.DefaultStopGrace, "how long a booted server gets to exit after SIGTERM before it is killed (0: the default)")
 	recordFailures := fs.Bool("record-failures", false, "when a server's executable cannot be found, write the result folder anyway, with its requests recorded as failed")
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {

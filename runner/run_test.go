@@ -347,7 +347,8 @@ func TestRunSecondSignal(t *testing.T) {
 		dir := t.TempDir()
 		marker := fmt.Sprintf("signal-model-%d", time.Now().UnixNano())
 		// A server whose shell ignores SIGTERM: stopping it takes the whole grace period, here
-		// 2 s instead of the default 10 s.
+		// 5 s instead of the default 10 s, which leaves the second Ctrl-C, sent 300 ms into it,
+		// seconds of room on a stalled machine.
 		script := fmt.Sprintf("trap '' TERM; %s sim --port {port} --model %s --decode-per-token 15ms & while :; do sleep 0.05; done", bin, marker)
 		file := writeExperiment(t, dir, "e2e", fmt.Sprintf(`
 version: 1
@@ -378,7 +379,7 @@ cache: keep
 				return true
 			}
 			return false
-		}, "--stop-grace", "2s")
+		}, "--stop-grace", "5s")
 		if !strings.Contains(log, "exiting now") || !strings.Contains(log, "marked interrupted") {
 			t.Errorf("a second Ctrl-C did not exit at once, marking the folder:\n%s", log)
 		}

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -151,6 +152,11 @@ func (t *tally) handle(e event) {
 		fmt.Fprintf(t.w, "%s %-40s %6.1fs   (%d packages done, %d running)\n", word, name, e.Elapsed, t.done, len(t.running))
 		if e.Action == "fail" {
 			t.failedPkgs = append(t.failedPkgs, name)
+			// A test still running when its package failed (a timeout, an os.Exit in a test)
+			// ended without a fail of its own: its output says why.
+			for _, top := range slices.Sorted(maps.Keys(p.tests)) {
+				fmt.Fprintf(t.w, "--- unfinished %s %s\n%s", name, top, strings.Join(p.tests[top], ""))
+			}
 			fmt.Fprint(t.w, strings.Join(p.output, ""))
 		}
 	}

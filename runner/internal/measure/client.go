@@ -1,7 +1,7 @@
 // Package measure turns one streamed request into one record.Request, and runs the warm-up and
-// repetition loop of the configs that share a server. It is where DESIGN.md's metric definitions
-// are applied: t0 is taken immediately before the HTTP request is sent, every event is timed when
-// its bytes arrive (package sse), and only then decoded (package openai).
+// repetition loop of the configs that share a server. It is where the metric definitions of
+// docs/metrics.md are applied: t0 is taken immediately before the HTTP request is sent, every
+// event is timed when its bytes arrive (package sse), and only then decoded (package openai).
 package measure
 
 import (

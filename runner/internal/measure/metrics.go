@@ -7,7 +7,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
 
-// Timing holds what DESIGN.md's metric definitions compute from one stream's events.
+// Timing holds what the metric definitions of docs/metrics.md compute from one stream's events.
 type Timing struct {
 	TTFT, LastText, E2E  *time.Duration
 	TPOTEvent, TPOTToken *time.Duration

@@ -18,7 +18,7 @@ import (
 
 // Chunk is one decoded streamed chunk.
 //
-// A chunk is a text event, in DESIGN.md's sense, when Text is not empty. Text is
+// A chunk is a text event, as docs/metrics.md defines it, when Text is not empty. Text is
 // choices[0].text (completions) or choices[0].delta.content (chat); either is accepted on either
 // route, since llama.cpp and TGI send completions-shaped chunks on the chat route and the other
 // way round. Reasoning text ("reasoning_content" from llama.cpp, vLLM and SGLang, "reasoning"

@@ -11,9 +11,9 @@ import (
 // This file reads the Prometheus text exposition format, version 0.0.4
 // (https://prometheus.io/docs/instrumenting/exposition_formats/). What it accepts and what it
 // rejects follow the Prometheus project's reference parser (prometheus/common/expfmt, with
-// legacy name validation), which this package used before, so that a page one accepted the
-// other accepts too; testdata/metrics/parse.golden holds that parser's results on a case of
-// every construct and malformation, and the few places where this one differs on purpose.
+// legacy name validation), so that a page one accepts the other accepts too;
+// testdata/metrics/parse.golden holds that parser's results on a case of every construct and
+// malformation, and the few places where this one differs on purpose.
 
 // famType is the type of a metric family: what its TYPE line says, or untyped once a sample
 // came before any TYPE line.

@@ -133,7 +133,7 @@ func TimestampValue(t time.Time) Value { return Value{typ: Timestamp, num: uint6
 // IsNull reports whether v is null.
 func (v Value) IsNull() bool { return v.typ == 0 }
 
-// The Parquet enums the writer uses, as parquet.thrift numbers them.
+// The Parquet enums the writer uses, as the Parquet format's parquet.thrift (apache/parquet-format) numbers them.
 const (
 	physBoolean   = 0
 	physInt64     = 2

@@ -36,7 +36,7 @@ type LoadRow struct {
 	Failed    int // of which failed
 
 	Window           time.Duration // first measured t0 to last measured end; 0 without one (load.csv: seconds, to the microsecond)
-	AchievedRate     float64       // Measured / Window, requests/s (DESIGN: every measured request, failed or not, was sent inside the window); NaN without a window
+	AchievedRate     float64       // Measured / Window, requests/s (every measured request, failed or not, was sent inside the window: docs/run.md); NaN without a window
 	OutputTokensPerS float64       // output tokens of the successful measured requests / Window; NaN without a window
 
 	SendLagP50  *time.Duration // over measured requests with a send lag; nil when none has one

@@ -263,7 +263,7 @@ func (e *TextEncoder) Encode(s *Report) error {
 			writeNarrowLoadTable(w, s.Load)
 		}
 	}
-	if ws := runWarnings(live); len(ws) > 0 {
+	if ws := runWarnings(live, len(dead)); len(ws) > 0 {
 		fmt.Fprintln(w, "\nwarnings:")
 		for _, x := range ws {
 			fmt.Fprintln(w, tabular.Wrap(fmt.Sprintf("%s: %s (%s)", x.Label, x.Text, strings.Join(x.Metrics, ", ")), tabular.Width, "  ", "    "))
@@ -280,42 +280,59 @@ func (e *TextEncoder) Encode(s *Report) error {
 type runWarning struct {
 	tabular.Warning
 	Advice string // what would answer it (stats.Advice); "" when more requests would not
+	all    bool   // every config has it
 }
 
-// allConfigs is the label of a warning that every config of a summary has.
-const allConfigs = "all configs"
-
 // runWarnings merges the warnings of each config's rows, as groupWarnings does, and then says
-// once, for all configs, a warning that every config has with the same text and metrics, such
-// as a sample too small for p95 when every config has the same repetitions.
-func runWarnings(rows []results.SummaryRow) []runWarning {
-	ws := groupWarnings(rows)
-	configs := map[string]bool{}
-	for _, r := range rows {
-		configs[r.Label] = true
+// once a warning that every config of rows has with the same text and metrics, such as a sample
+// too small for p95 when every config has the same repetitions: for "all configs", or for "all
+// configs with a result" when others (dead of them) had no successful request.
+func runWarnings(rows []results.SummaryRow, dead int) []runWarning {
+	if len(rows) == 0 {
+		return nil
 	}
+	ws := groupWarnings(rows)
 	type key struct{ text, metrics string }
-	count := map[key]int{}
-	for _, x := range ws {
-		count[key{x.Text, strings.Join(x.Metrics, ", ")}]++
+	keyOf := func(x tabular.Warning) key { return key{x.Text, strings.Join(x.Metrics, ", ")} }
+	// groupWarnings keeps the order of rows, one run of warnings per config: count the configs
+	// each warning stands in, by config id (two configs may share a label).
+	configs := map[string]bool{}
+	has := map[key]map[string]bool{}
+	i := 0
+	for j := 0; j <= len(rows); j++ {
+		if j < len(rows) && (j == i || rows[j].ConfigID == rows[i].ConfigID) {
+			continue
+		}
+		id := rows[i].ConfigID
+		configs[id] = true
+		for _, x := range groupWarnings(rows[i:j]) {
+			k := keyOf(x)
+			if has[k] == nil {
+				has[k] = map[string]bool{}
+			}
+			has[k][id] = true
+		}
+		i = j
+	}
+	all := "all configs"
+	if dead > 0 {
+		all = "all configs with a result"
 	}
 	var out []runWarning
 	said := map[key]bool{}
 	for _, x := range ws {
-		k := key{x.Text, strings.Join(x.Metrics, ", ")}
-		if len(configs) > 1 && count[k] == len(configs) {
+		k := keyOf(x)
+		if len(configs) > 1 && len(has[k]) == len(configs) {
 			if said[k] {
 				continue
 			}
 			said[k] = true
-			x.Label = allConfigs
+			x.Label = all
 		}
-		out = append(out, runWarning{Warning: x, Advice: stats.Advice(x.Text)})
+		out = append(out, runWarning{Warning: x, Advice: stats.Advice(x.Text), all: x.Label == all && len(configs) > 1})
 	}
 	// The warnings of all configs come first: they are about the run, not one config.
-	slices.SortStableFunc(out, func(a, b runWarning) int {
-		return cmp.Compare(boolRank(a.Label != allConfigs), boolRank(b.Label != allConfigs))
-	})
+	slices.SortStableFunc(out, func(a, b runWarning) int { return cmp.Compare(boolRank(!a.all), boolRank(!b.all)) })
 	return out
 }
 
@@ -428,7 +445,7 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(c, " | "))
 		}
 	}
-	if ws := runWarnings(live); len(ws) > 0 {
+	if ws := runWarnings(live, len(dead)); len(ws) > 0 {
 		fmt.Fprint(w, "\nWarnings:\n\n")
 		for _, x := range ws {
 			fmt.Fprintf(w, "- %s: %s (%s)", esc.Replace(x.Label), esc.Replace(x.Text), strings.Join(x.Metrics, ", "))

@@ -171,7 +171,8 @@ func TestLoadTable(t *testing.T) {
 		{"markdown", withServer, []string{"| send lag p99 ms | server ttft ms | overhead ms |",
 			"| config a | open | 16 | 10.000 | 1.500 | 96.000 | 1.000 | 66.7% | 1.500 | 12.500 | 0.750 |", " | - | - | - |"}, nil},
 		{"json", withServer, []string{`"server_requests": 5,`, `"server_ttft_mean_ms": 12.5,`, `"client_overhead_mean_ms": 0.75`}, []string{`"server_e2e_mean_ms"`}},
-		{"text", withLoad, nil, []string{"server ttft ms", "overhead ms"}},
+		{"text", withLoad, nil, []string{"server ttft", "lag p99 ms  overhead"}},
+		{"text-wide", withLoad, nil, []string{"server ttft ms", "overhead ms"}},
 		{"json", withLoad, nil, []string{`"server_requests"`, `"client_overhead_mean_ms"`}},
 		{"text-wide", withLoad, []string{"\nload (rates over each config's measured window):\n", "config    mode  concurrency",
 			"config a  open           16      10.000         1.500        96.000        1.000    66.7%            1.500", "config b  -               -"}, nil},
@@ -229,4 +230,53 @@ func encoder(format string, w io.Writer) Encoder {
 		panic(err)
 	}
 	return enc
+}
+
+// TestRunWarnings checks that a warning every config has is said once, and only then.
+func TestRunWarnings(t *testing.T) {
+	small := "n=8: p95 and p99 lie between the two largest values"
+	row := func(id, label, metric string, ws ...string) results.SummaryRow {
+		return results.SummaryRow{ConfigID: id, Label: label, Metric: metric, Summary: stats.Summary{Warnings: ws}}
+	}
+	show := func(ws []runWarning) string {
+		var lines []string
+		for _, w := range ws {
+			lines = append(lines, w.Label+": "+w.Text+" ("+strings.Join(w.Metrics, ", ")+")")
+		}
+		return strings.Join(lines, "\n")
+	}
+	tests := []struct {
+		name string
+		rows []results.SummaryRow
+		dead int
+		want string
+	}{
+		{"every config", []results.SummaryRow{
+			row("a", "x=1", "ttft_ms", small), row("a", "x=1", "e2e_ms", small),
+			row("b", "x=2", "ttft_ms", small), row("b", "x=2", "e2e_ms", small, "other"),
+		}, 0, "all configs: " + small + " (all metrics)\nx=2: other (e2e_ms)"},
+		{"not every config", []results.SummaryRow{
+			row("a", "x=1", "ttft_ms", small), row("b", "x=2", "ttft_ms"),
+		}, 0, "x=1: " + small + " (ttft_ms)"},
+		{"other metrics", []results.SummaryRow{
+			row("a", "x=1", "ttft_ms", small), row("a", "x=1", "e2e_ms"),
+			row("b", "x=2", "ttft_ms"), row("b", "x=2", "e2e_ms", small),
+		}, 0, "x=1: " + small + " (ttft_ms)\nx=2: " + small + " (e2e_ms)"},
+		{"a config without a result", []results.SummaryRow{
+			row("a", "x=1", "ttft_ms", small), row("b", "x=2", "ttft_ms", small),
+		}, 1, "all configs with a result: " + small + " (ttft_ms)"},
+		// Two configs of one label are two configs: a warning of only one of them is not all.
+		{"a shared label", []results.SummaryRow{
+			row("a", "same", "ttft_ms", small), row("b", "same", "ttft_ms"), row("c", "other", "ttft_ms", small),
+		}, 0, "same: " + small + " (ttft_ms)\nother: " + small + " (ttft_ms)"},
+		{"one config", []results.SummaryRow{row("a", "x=1", "ttft_ms", small)}, 0, "x=1: " + small + " (ttft_ms)"},
+		{"no rows", nil, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := show(runWarnings(tt.rows, tt.dead)); got != tt.want {
+				t.Errorf("runWarnings:\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
 }
