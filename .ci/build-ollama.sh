@@ -78,11 +78,12 @@ trap 'exit 130' INT
 # go install pkg@version builds outside any module, so the project's go.mod
 # and GOFLAGS do not apply; GOFLAGS is cleared so a -mod setting cannot break it.
 # Release builds stamp the version with -ldflags; without it /api/version
-# answers "0.0.0", and the version is what result manifests record.
+# answers "0.0.0", and the version is what result manifests record. -s -w
+# leave out the symbol table and DWARF, which only make the link longer.
 build=(env GOFLAGS= CGO_ENABLED=1 GOBIN="$bindir"
 	CC="$root/.ci/ollama/cc ${CC:-gcc}" CXX="$root/.ci/ollama/cc ${CXX:-g++}"
 	CGO_CPPFLAGS="-I$root/.ci/ollama/include ${CGO_CPPFLAGS:-}"
-	go install -ldflags "-X github.com/ollama/ollama/version.Version=${version#v}")
+	go install -ldflags "-s -w -X github.com/ollama/ollama/version.Version=${version#v}")
 pkg="github.com/ollama/ollama@$version"
 
 start=$(date +%s)
