@@ -21,8 +21,8 @@ func TestSummaryFitsAgreeWithReport(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	for _, w := range []string{"prefill/decode fit (least squares over per-request rows; 95% intervals from Student's t):",
-		"  all configs:\n    prefill  ttft_ms ≈ a + b·prompt_tokens: a = ", "35 requests of 6 configs (prompt tokens reported)",
-		"    decode   e2e_ms ≈ ttft_ms + c·(output_tokens − 1): c = "} {
+		"  all configs:\n    prefill  ttft_ms ≈ a + b·prompt_tokens\n             a = ", "35 requests of 6 configs (prompt tokens reported)",
+		"    decode   e2e_ms ≈ ttft_ms + c·(output_tokens − 1)\n             c = "} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text summary lacks %q:\n%s", w, text)
 		}
