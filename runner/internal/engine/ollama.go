@@ -129,6 +129,7 @@ func ollamaPreset(srv experiment.Server, t Target) (*Launch, error) {
 		name = ollamaModelName(gguf)
 		env["OLLAMA_MODELS"] = filepath.Join(t.Dir, "models")
 	}
+	resetSaid := false
 	return &Launch{
 		Argv:        []string{bin, "serve"},
 		Env:         env,
@@ -141,13 +142,24 @@ func ollamaPreset(srv experiment.Server, t Target) (*Launch, error) {
 					return err
 				}
 			}
-			return ollamaPreload(ctx, h, name)
+			took, err := ollamaPreload(ctx, h, name)
+			if err == nil {
+				h.Logf("loaded model %q in %s", name, took)
+			}
+			return err
 		},
 		Reset: func(ctx context.Context, h *Hook) error {
 			if err := ollamaUnload(ctx, h, name); err != nil {
 				return err
 			}
-			return ollamaPreload(ctx, h, name)
+			took, err := ollamaPreload(ctx, h, name)
+			// The reset runs before every request: said once, it is news; said every time,
+			// it buries the requests' own lines.
+			if err == nil && !resetSaid {
+				resetSaid = true
+				h.Logf("a cache reset reloads the model before each request (this one: %s)", took)
+			}
+			return err
 		},
 		ServedModel: func(context.Context, *Hook) (string, error) { return name, nil },
 		APIKey:      apiKey(srv),
@@ -191,23 +203,22 @@ func ollamaUnload(ctx context.Context, h *Hook, name string) error {
 }
 
 // ollamaPreload loads the model into memory: a generate request without a prompt loads it and
-// answers with done_reason "load"; keep_alive -1 keeps it loaded.
-func ollamaPreload(ctx context.Context, h *Hook, name string) error {
+// answers with done_reason "load"; keep_alive -1 keeps it loaded. It returns how long that took.
+func ollamaPreload(ctx context.Context, h *Hook, name string) (time.Duration, error) {
 	start := time.Now()
 	b, err := h.Post(ctx, "/api/generate", map[string]any{"model": name, "keep_alive": -1, "stream": false})
 	if err != nil {
-		return fmt.Errorf("load model %q: %w", name, err)
+		return 0, fmt.Errorf("load model %q: %w", name, err)
 	}
 	var resp struct {
 		Done  bool   `json:"done"`
 		Error string `json:"error"`
 	}
 	if err := json.Unmarshal(b, &resp); err != nil {
-		return fmt.Errorf("load model %q: answer is not JSON: %w", name, err)
+		return 0, fmt.Errorf("load model %q: answer is not JSON: %w", name, err)
 	}
 	if resp.Error != "" || !resp.Done {
-		return fmt.Errorf("load model %q: %s", name, excerpt(b, 200))
+		return 0, fmt.Errorf("load model %q: %s", name, excerpt(b, 200))
 	}
-	h.Logf("loaded model %q in %s", name, time.Since(start).Round(time.Millisecond))
-	return nil
+	return time.Since(start).Round(time.Millisecond), nil
 }
