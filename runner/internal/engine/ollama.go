@@ -22,8 +22,13 @@ const OllamaVersion = "v0.17.4"
 const OllamaEnv = "RUNNER_OLLAMA"
 
 // OllamaCachePath returns where .ci/build-ollama.sh (make ollama) puts the pinned build:
+// $RUNNER_CACHE_DIR/ollama-VERSION/bin/ollama, or without it
 // ${XDG_CACHE_HOME:-$HOME/.cache}/runner/ollama-VERSION/bin/ollama.
 func OllamaCachePath() (string, error) {
+	// .ci/build-ollama.sh builds into $RUNNER_CACHE_DIR when it is set.
+	if dir := os.Getenv(CacheDirEnv); dir != "" {
+		return filepath.Join(dir, "ollama-"+OllamaVersion, "bin", "ollama"), nil
+	}
 	cache := os.Getenv("XDG_CACHE_HOME")
 	if cache == "" {
 		home, err := os.UserHomeDir()
@@ -34,6 +39,10 @@ func OllamaCachePath() (string, error) {
 	}
 	return filepath.Join(cache, "runner", "ollama-"+OllamaVersion, "bin", "ollama"), nil
 }
+
+// CacheDirEnv names the folder that the engine builds go to, in place of the user cache's
+// runner folder.
+const CacheDirEnv = "RUNNER_CACHE_DIR"
 
 // FindOllama returns the ollama executable to run: $RUNNER_OLLAMA when set (it must exist),
 // else ollama on PATH, else the pinned build in the user cache (OllamaCachePath).

@@ -72,6 +72,7 @@ func TestFindOllama(t *testing.T) {
 		{"variable must exist", filepath.Join(dir, "nope"), filepath.Dir(onPath), true, "", OllamaEnv},
 		{"then PATH", "", filepath.Dir(onPath), true, onPath, ""},
 		{"then the cache", "", empty, true, cached, ""},
+		{"the cache named by RUNNER_CACHE_DIR", "", empty, true, cached, ""},
 		{"else an error that says how to build it", "", empty, false, "", "make ollama"},
 	}
 	for _, tt := range tests {
@@ -83,6 +84,13 @@ func TestFindOllama(t *testing.T) {
 			t.Setenv(OllamaEnv, tt.env)
 			t.Setenv("PATH", tt.path)
 			t.Setenv("XDG_CACHE_HOME", cache)
+			t.Setenv(CacheDirEnv, "")
+			if strings.Contains(tt.name, CacheDirEnv) {
+				// The same binary, found through the variable while XDG_CACHE_HOME points
+				// elsewhere.
+				t.Setenv("XDG_CACHE_HOME", empty)
+				t.Setenv(CacheDirEnv, filepath.Join(cache, "runner"))
+			}
 			got, err := FindOllama()
 			if tt.error != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.error) {
