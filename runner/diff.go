@@ -72,9 +72,10 @@ func (f *failOnFlag) Set(s string) error {
 
 // cmdDiff compares two result folders and gates on regressions.
 func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const synopsis = "runner diff OLD_DIR NEW_DIR [--format text|markdown|csv|json] [--alpha 0.05] [--fail-on METRIC:+N%,...] [--strict] [--allow-missing] [--join id|label]"
+	const synopsis = "runner diff OLD_DIR NEW_DIR [--format text|markdown|csv|json] [--alpha 0.05] [--fail-on METRIC:+N%,...] [--strict] [--allow-missing] [--join id|label] [--wide]"
 	fs := newFlagSet("diff", synopsis, diffDescription, stderr)
 	format := fs.String("format", "text", "output format: "+strings.Join(compare.Formats(), ", "))
+	wide := fs.Bool("wide", false, "text: show each median's confidence interval, in a table wider than 100 columns")
 	alpha := fs.Float64("alpha", compare.DefaultAlpha, "significance level of the Mann-Whitney U test, in (0, 1)")
 	var failOn failOnFlag
 	fs.Var(&failOn, "fail-on", "gate rules METRIC:LIMIT, e.g. ttft:+10%,tpot_token:+5% (repeatable; see above)")
@@ -105,6 +106,9 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	enc, err := compare.NewEncoder(*format, stdout)
 	if err != nil {
 		return usageError("diff: --format: %v", err)
+	}
+	if t, ok := enc.(*compare.TextEncoder); ok {
+		t.Wide(*wide)
 	}
 
 	var sides [2]*compare.Side

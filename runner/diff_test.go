@@ -111,6 +111,10 @@ func TestDiffGolden(t *testing.T) {
 			checkGolden(t, golden, []byte(stdout))
 		})
 	}
+	t.Run("text --wide", func(t *testing.T) {
+		stdout, _, _ := runCmd(t, "diff", old, new, "--wide", "--fail-on", "ttft:+10%,tpot_token:+5%")
+		checkGolden(t, filepath.Join(diffTestdata, "diff", "text-wide.golden"), []byte(stdout))
+	})
 }
 
 // diffTestdata is the package's testdata directory, found before any test changes directory.

@@ -64,6 +64,9 @@ func medianCell(s Sample, unit string) string {
 	return fmt.Sprintf("%s [%s, %s]", num(s.Median, unit), num(s.CILow, unit), num(s.CIHigh, unit))
 }
 
+// medianOnly is the median alone, "-" when missing.
+func medianOnly(s Sample, unit string) string { return num(s.Median, unit) }
+
 // changeCell is the change column: the percent change when significant, ~ when not, - when
 // not tested.
 func changeCell(r Row) string {
@@ -108,6 +111,13 @@ func headline(f Folder) string {
 // method describes the test in a sentence.
 func method(r *Report) string {
 	return fmt.Sprintf("Two-sided Mann-Whitney U test at alpha %g; medians with %g%% confidence intervals; ~ means no significant change.",
+		r.Alpha, r.CILevel*100)
+}
+
+// narrowMethod describes the test in a sentence, for a table whose medians stand without their
+// intervals.
+func narrowMethod(r *Report) string {
+	return fmt.Sprintf("Two-sided Mann-Whitney U test at alpha %g; ~ means no significant change; --wide shows each median's %g%% confidence interval.",
 		r.Alpha, r.CILevel*100)
 }
 

@@ -13,17 +13,39 @@ import (
 // TextEncoder writes a Report as aligned text for a terminal: the two folders, a table of the
 // configs on both sides, the configs on one side only, the environment, the warnings and the
 // gate.
-type TextEncoder struct{ w io.Writer }
+type TextEncoder struct {
+	w    io.Writer
+	wide bool
+}
 
-// NewTextEncoder returns a TextEncoder writing to w.
+// NewTextEncoder returns a TextEncoder writing to w. Its table fits 100 columns: each config's
+// label heads its rows and the medians stand without their intervals; Wide shows the intervals.
 func NewTextEncoder(w io.Writer) *TextEncoder { return &TextEncoder{w: w} }
+
+// Wide makes the table show each median's confidence interval, a config's label beside its
+// first row, and the lines above it unwrapped; it returns e.
+func (e *TextEncoder) Wide(wide bool) *TextEncoder {
+	e.wide = wide
+	return e
+}
 
 // Encode writes r.
 func (e *TextEncoder) Encode(r *Report) error {
 	w := tabular.NewErrWriter(e.w)
-	fmt.Fprintf(w, "old: %s (%s)\n", r.Old.Dir, headline(r.Old))
-	fmt.Fprintf(w, "new: %s (%s)\n", r.New.Dir, headline(r.New))
-	fmt.Fprintln(w, method(r))
+	say := func(first, rest, text string) {
+		if e.wide {
+			fmt.Fprintln(w, first+text)
+			return
+		}
+		fmt.Fprintln(w, tabular.Wrap(text, tabular.Width, first, rest))
+	}
+	say("old: ", "     ", fmt.Sprintf("%s (%s)", r.Old.Dir, headline(r.Old)))
+	say("new: ", "     ", fmt.Sprintf("%s (%s)", r.New.Dir, headline(r.New)))
+	if e.wide {
+		fmt.Fprintln(w, method(r))
+	} else {
+		say("", "", narrowMethod(r))
+	}
 	if r.JoinBy == ByLabel {
 		fmt.Fprintln(w, "Configs are joined by label.")
 	}
@@ -38,7 +60,11 @@ func (e *TextEncoder) Encode(r *Report) error {
 		if row.Presence != Both {
 			continue
 		}
-		cells := []string{row.Label, row.Metric, medianCell(row.Old, row.Unit), medianCell(row.New, row.Unit),
+		median := medianCell
+		if !e.wide {
+			median = medianOnly
+		}
+		cells := []string{row.Label, row.Metric, median(row.Old, row.Unit), median(row.New, row.Unit),
 			changeCell(row), pValue(row.P, r.Alpha), nCell(row)}
 		if gated {
 			cells = append(cells, gateCell(row))
@@ -47,7 +73,12 @@ func (e *TextEncoder) Encode(r *Report) error {
 	}
 	if len(lines) > 0 {
 		fmt.Fprintln(w)
-		writeTable(w, header, lines, 2)
+		if e.wide {
+			writeTable(w, header, lines, 2)
+		} else {
+			header[2], header[3] = "old median", "new median"
+			writeLabelledTable(w, header, lines)
+		}
 	} else {
 		fmt.Fprintln(w, "\nNo config is in both folders: nothing to compare.")
 	}
@@ -93,10 +124,10 @@ func (e *TextEncoder) Encode(r *Report) error {
 	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWarnings:")
 		for _, x := range ws {
-			fmt.Fprintf(w, "  %s: %s (%s)\n", x.Label, x.Text, strings.Join(x.Metrics, ", "))
+			say("  ", "    ", fmt.Sprintf("%s: %s (%s)", x.Label, x.Text, strings.Join(x.Metrics, ", ")))
 		}
 		for _, x := range r.Warnings {
-			fmt.Fprintf(w, "  %s\n", x)
+			say("  ", "    ", x)
 		}
 	}
 
@@ -137,6 +168,30 @@ func writeTable(w io.Writer, header []string, rows [][]string, left int) {
 		line(r)
 	}
 	tw.Flush()
+}
+
+// writeLabelledTable writes a header and rows whose first cell is a config's label: the label
+// on a line of its own above its config's rows, the metric (the second cell) indented below it
+// and aligned left, the rest aligned right. A long label then does not widen the table.
+func writeLabelledTable(w io.Writer, header []string, rows [][]string) {
+	lines := [][]string{append([]string{"config / metric"}, header[2:]...)}
+	above := map[int]string{}
+	prev := ""
+	for i, r := range rows {
+		if i == 0 || r[0] != prev {
+			above[len(lines)] = r[0]
+			prev = r[0]
+		}
+		lines = append(lines, append([]string{"  " + r[1]}, r[2:]...))
+	}
+	var buf strings.Builder
+	writeTable(&buf, lines[0], lines[1:], 1)
+	for i, line := range strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		if label, ok := above[i]; ok {
+			fmt.Fprintf(w, "  %s\n", label)
+		}
+		fmt.Fprint(w, strings.TrimSuffix(line, "\n")+"\n")
+	}
 }
 
 // writeIndented writes rows as left-aligned columns indented by two spaces.
