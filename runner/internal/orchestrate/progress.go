@@ -10,7 +10,6 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
-	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // Progress reports a run's progress on a writer, normally stderr: it is a Subscriber to the
@@ -84,7 +83,11 @@ func (p *Progress) Handle(e Event) error {
 		if e.Calibrated {
 			how = "the server has no /tokenize: a few one-token probe requests each, on its own count"
 		}
-		p.note("preparing %s of exact length (%s)", tabular.Plural(e.Lengths, "prompt"), how)
+		prompts := "prompts"
+		if e.Lengths == 1 {
+			prompts = "prompt"
+		}
+		p.note("preparing %d %s of exact length (%s)", e.Lengths, prompts, how)
 	case PromptsPrepared:
 		took := e.Took.Round(100 * time.Millisecond)
 		if e.Took < time.Second {
