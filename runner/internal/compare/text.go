@@ -186,12 +186,7 @@ func writeLabelledTable(w io.Writer, header []string, rows [][]string) {
 	}
 	var buf strings.Builder
 	writeTable(&buf, lines[0], lines[1:], 1)
-	for i, line := range strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n") {
-		if label, ok := above[i]; ok {
-			fmt.Fprintf(w, "  %s\n", label)
-		}
-		fmt.Fprint(w, strings.TrimSuffix(line, "\n")+"\n")
-	}
+	tabular.WriteLabelled(w, buf.String(), above)
 }
 
 // writeIndented writes rows as left-aligned columns indented by two spaces.

@@ -277,13 +277,17 @@ func hasLabel(ls []Label, name string) bool {
 	return slices.ContainsFunc(ls, func(l Label) bool { return l.Name == name })
 }
 
-func seriesKey(name string, ls []Label) string {
+// seriesKey orders and identifies series by name and labels, NUL between the parts.
+func seriesKey(name string, ls []Label) string { return joinSeries(name, ls, 0) }
+
+// joinSeries returns a series' name and its labels' names and values, sep between each.
+func joinSeries(name string, ls []Label, sep byte) string {
 	var b strings.Builder
 	b.WriteString(name)
 	for _, l := range ls {
-		b.WriteByte(0)
+		b.WriteByte(sep)
 		b.WriteString(l.Name)
-		b.WriteByte(0)
+		b.WriteByte(sep)
 		b.WriteString(l.Value)
 	}
 	return b.String()

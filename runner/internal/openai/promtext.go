@@ -473,17 +473,7 @@ func (p *textParser) family(name string) (*family, part, error) {
 
 // seriesGroup identifies a series by its family and sorted labels. The separator 0xff cannot
 // be in a valid name or a valid UTF-8 value, so two different series never share a key.
-func seriesGroup(name string, ls []Label) string {
-	var b strings.Builder
-	b.WriteString(name)
-	for _, l := range ls {
-		b.WriteByte(0xff)
-		b.WriteString(l.Name)
-		b.WriteByte(0xff)
-		b.WriteString(l.Value)
-	}
-	return b.String()
-}
+func seriesGroup(name string, ls []Label) string { return joinSeries(name, ls, 0xff) }
 
 // parseValue parses a sample value or an le or quantile label: a Go float, Inf and NaN in
 // any case and spelling strconv knows, but neither hexadecimal floats nor digit separators.

@@ -371,12 +371,7 @@ func writeNarrowTable(w io.Writer, rows []results.SummaryRow) {
 	}
 	var buf strings.Builder
 	writeAlignedFrom(&buf, table, 1)
-	for i, line := range strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n") {
-		if label, ok := above[i]; ok {
-			fmt.Fprintf(w, "  %s\n", label)
-		}
-		fmt.Fprint(w, strings.TrimSuffix(line, "\n")+"\n")
-	}
+	tabular.WriteLabelled(w, buf.String(), above)
 }
 
 // writeTable writes rows as an aligned table, a config's label on its first row only; the

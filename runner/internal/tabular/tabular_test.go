@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -147,5 +148,19 @@ func TestWrap(t *testing.T) {
 		if got := Wrap(tt.text, tt.width, tt.first, tt.rest); got != tt.want {
 			t.Errorf("Wrap(%q, %d, %q, %q) = %q, want %q", tt.text, tt.width, tt.first, tt.rest, got, tt.want)
 		}
+	}
+}
+
+func TestWriteLabelled(t *testing.T) {
+	var b strings.Builder
+	if err := WriteLabelled(&b, "head\n  a  1\n  b  2\n  a  3\n", map[int]string{1: "first", 3: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "head\n  first\n  a  1\n  b  2\n  second\n  a  3\n"
+	if b.String() != want {
+		t.Errorf("WriteLabelled wrote\n%q\nwant\n%q", b.String(), want)
+	}
+	if err := WriteLabelled(&failAfter{n: 1}, "x\ny\n", nil); err == nil {
+		t.Error("a failing writer's error was dropped")
 	}
 }

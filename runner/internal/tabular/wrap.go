@@ -1,6 +1,7 @@
 package tabular
 
 import (
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -33,4 +34,21 @@ func Wrap(text string, width int, first, rest string) string {
 		used += n
 	}
 	return b.String()
+}
+
+// WriteLabelled writes the lines of table to w, each line i of above preceded by a line of its
+// own, "  " and the label: a table of metrics headed by each config's label, so that a long
+// label does not widen the table. It returns the first write error.
+func WriteLabelled(w io.Writer, table string, above map[int]string) error {
+	for i, line := range strings.Split(strings.TrimSuffix(table, "\n"), "\n") {
+		if label, ok := above[i]; ok {
+			if _, err := io.WriteString(w, "  "+label+"\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := io.WriteString(w, line+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
