@@ -301,12 +301,8 @@ func (p *Plot) drawAxes(c Canvas, data Rect, t Transform, xt, yt []Tick) {
 	ax.LineTo(data.Max.X, ay)
 	for _, tk := range xt {
 		x := t.X(tk.Value)
-		l := tickLen
-		if tk.Label == "" {
-			l = minorLen
-		}
 		ax.MoveTo(x, ay)
-		ax.LineTo(x, ay+l)
+		ax.LineTo(x, ay+tk.length())
 	}
 	c.Stroke(&ax, line)
 	labelsY := ay + tickLen + labelGap + TickLabelSize*capHeight
@@ -326,12 +322,8 @@ func (p *Plot) drawAxes(c Canvas, data Rect, t Transform, xt, yt []Tick) {
 	widest := 0.0
 	for _, tk := range yt {
 		y := t.Y(tk.Value)
-		l := tickLen
-		if tk.Label == "" {
-			l = minorLen
-		}
 		ayp.MoveTo(axX, y)
-		ayp.LineTo(axX-l, y)
+		ayp.LineTo(axX-tk.length(), y)
 		widest = math.Max(widest, c.TextWidth(tk.Label, TickLabelSize))
 	}
 	c.Stroke(&ayp, line)
@@ -400,4 +392,13 @@ func DrawGrid(c Canvas, plots [][]*Plot, r Rect, g Grid) {
 		}
 		y += h + g.PadY
 	}
+}
+
+// length is how far tk's mark stands out of its axis: a labelled tick's tickLen, an unlabelled
+// one's minorLen.
+func (tk Tick) length() float64 {
+	if tk.Label == "" {
+		return minorLen
+	}
+	return tickLen
 }

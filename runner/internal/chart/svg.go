@@ -195,12 +195,4 @@ func writeStroke(b *bytes.Buffer, ls LineStyle) {
 
 // num formats a coordinate with at most two decimals and no trailing zeros: a hundredth of a
 // point is far below what a screen or a printer shows.
-func num(v float64) string {
-	s := strconv.FormatFloat(v, 'f', 2, 64)
-	s = strings.TrimRight(s, "0")
-	s = strings.TrimSuffix(s, ".")
-	if s == "-0" {
-		return "0"
-	}
-	return s
-}
+func num(v float64) string { return trimmed(v, 2) }

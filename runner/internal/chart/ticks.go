@@ -112,8 +112,12 @@ func FixedTicks(ts []Tick) Ticker {
 func NoTicks(lo, hi float64) []Tick { return nil }
 
 // FormatNumber formats v with at most six decimals and no trailing zeros.
-func FormatNumber(v float64) string {
-	s := strconv.FormatFloat(v, 'f', 6, 64)
+func FormatNumber(v float64) string { return trimmed(v, 6) }
+
+// trimmed formats v with at most decimals (at least one) decimals, no trailing zeros and no
+// "-0".
+func trimmed(v float64, decimals int) string {
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
 	s = strings.TrimRight(s, "0")
 	s = strings.TrimSuffix(s, ".")
 	if s == "-0" {
