@@ -294,25 +294,18 @@ func runWarnings(rows []results.SummaryRow, dead int) []runWarning {
 	ws := groupWarnings(rows)
 	type key struct{ text, metrics string }
 	keyOf := func(x tabular.Warning) key { return key{x.Text, strings.Join(x.Metrics, ", ")} }
-	// groupWarnings keeps the order of rows, one run of warnings per config: count the configs
-	// each warning stands in, by config id (two configs may share a label).
+	// Count the configs each warning stands in by config id: two configs may share a label.
 	configs := map[string]bool{}
+	for _, r := range rows {
+		configs[r.ConfigID] = true
+	}
 	has := map[key]map[string]bool{}
-	i := 0
-	for j := 0; j <= len(rows); j++ {
-		if j < len(rows) && (j == i || rows[j].ConfigID == rows[i].ConfigID) {
-			continue
+	for _, x := range ws {
+		k := keyOf(x)
+		if has[k] == nil {
+			has[k] = map[string]bool{}
 		}
-		id := rows[i].ConfigID
-		configs[id] = true
-		for _, x := range groupWarnings(rows[i:j]) {
-			k := keyOf(x)
-			if has[k] == nil {
-				has[k] = map[string]bool{}
-			}
-			has[k][id] = true
-		}
-		i = j
+		has[k][x.Group] = true
 	}
 	all := "all configs"
 	if dead > 0 {

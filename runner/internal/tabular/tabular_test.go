@@ -114,13 +114,13 @@ func TestGroupWarnings(t *testing.T) {
 			{Group: "b", Label: "B", Metric: "x", Warnings: []string{"few"}},
 			{Group: "b", Label: "B", Metric: "y"},
 		}, []Warning{
-			{Label: "A", Text: "few", Metrics: []string{"all metrics"}},
-			{Label: "A", Text: "odd", Metrics: []string{"x"}},
-			{Label: "B", Text: "few", Metrics: []string{"x"}},
+			{Group: "a", Label: "A", Text: "few", Metrics: []string{"all metrics"}},
+			{Group: "a", Label: "A", Text: "odd", Metrics: []string{"x"}},
+			{Group: "b", Label: "B", Text: "few", Metrics: []string{"x"}},
 		}},
 		{"a group of one row names its metric", []Noted{
 			{Group: "a", Label: "A", Metric: "x", Warnings: []string{"few"}},
-		}, []Warning{{Label: "A", Text: "few", Metrics: []string{"x"}}}},
+		}, []Warning{{Group: "a", Label: "A", Text: "few", Metrics: []string{"x"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ type Noted struct {
 
 // Warning is one distinct warning of a group of rows, with the metrics it concerns.
 type Warning struct {
+	Group   string // the group's Noted.Group
 	Label   string
 	Text    string
 	Metrics []string // "all metrics" alone when the warning concerns every row of its group
@@ -34,7 +35,7 @@ func GroupWarnings(rows []Noted) []Warning {
 					k++
 				}
 				if k == len(group) {
-					group = append(group, Warning{Label: r.Label, Text: w})
+					group = append(group, Warning{Group: r.Group, Label: r.Label, Text: w})
 				}
 				group[k].Metrics = append(group[k].Metrics, r.Metric)
 			}
