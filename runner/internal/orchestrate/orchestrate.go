@@ -317,12 +317,13 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		return err
 	}
 
-	if n := promptLengths(g); n > 0 {
-		subs.tell(PreparingPrompts{ServerID: g.serverID, Lengths: n, Calibrated: client.Tokenize == nil})
+	lengths := promptLengths(g)
+	if lengths > 0 {
+		subs.tell(PreparingPrompts{ServerID: g.serverID, Lengths: lengths, Calibrated: client.Tokenize == nil})
 	}
 	preparing := time.Now()
 	prompts, err := preparePrompts(ctx, g, api, srv.Model(), tk, client.Tokenize != nil)
-	if err == nil && promptLengths(g) > 0 {
+	if err == nil && lengths > 0 {
 		subs.tell(PromptsPrepared{ServerID: g.serverID, Took: time.Since(preparing)})
 	}
 	if err != nil {
