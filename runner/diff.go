@@ -113,7 +113,7 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	var sides [2]*compare.Side
 	for i, dir := range dirs {
-		if sides[i], err = compare.Load(dir); err != nil {
+		if sides[i], err = compare.Read(dir); err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("diff: %w", err)}
 		}
 	}

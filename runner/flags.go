@@ -64,7 +64,7 @@ func flagsAndFiles(fs *flag.FlagSet, args []string) (files []string, helped bool
 // with exit status 2: with the file's located problems, or with what kept it from being read,
 // after cmd when cmd is not empty.
 func loadExperiment(cmd, file string) (*experiment.Experiment, []experiment.Config, error) {
-	e, err := experiment.Load(file)
+	e, err := experiment.ReadFile(file)
 	var cfgs []experiment.Config
 	if err == nil {
 		if cfgs, err = e.Expand(); err == nil {

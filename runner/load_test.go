@@ -122,7 +122,7 @@ func TestRunLoadResumedWhole(t *testing.T) {
 		}
 	}
 	// The summary and load.csv describe the whole folder.
-	loaded, err := results.Load(folder)
+	loaded, err := results.ReadAll(folder)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var folders []*report.Folder
 	for _, d := range dirs {
-		f, err := report.Load(d)
+		f, err := report.Read(d)
 		if err != nil {
 			return &exitError{code: 2, err: fmt.Errorf("report: %w", err)}
 		}

@@ -189,7 +189,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s)", runErr, folder.Dir(), resumeArgs)
 	}
 
-	rep, err := summary.Load(folder.Dir())
+	rep, err := summary.Read(folder.Dir())
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func runIn(t *testing.T, dir, bin string, args []string, env ...string) (int, st
 // readRequests loads a folder's requests.
 func readRequests(t *testing.T, dir string) []record.Request {
 	t.Helper()
-	reqs, err := results.LoadRequests(dir)
+	reqs, err := results.ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func committedExperiment(t *testing.T, name string) (*experiment.Experiment, []e
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := experiment.Load(file)
+	e, err := experiment.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

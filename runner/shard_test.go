@@ -96,7 +96,7 @@ func TestRunShardResumeMismatch(t *testing.T) {
 	clearShardEnv(t)
 	dir := t.TempDir()
 	file := writeExperiment(t, dir, "shard-usage", endpointExperiment)
-	exp, err := experiment.Load(file)
+	exp, err := experiment.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestShardsThenMerge(t *testing.T) {
 	dir := t.TempDir()
 	marker := fmt.Sprintf("fleet-model-%d", time.Now().UnixNano())
 	file := writeExperiment(t, dir, "fleet", shardExperiment(marker))
-	exp, err := experiment.Load(file)
+	exp, err := experiment.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return usageError("summary: %v", err)
 	}
-	rep, err := summary.Load(dirs[0])
+	rep, err := summary.Read(dirs[0])
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("summary: %w", err)}
 	}

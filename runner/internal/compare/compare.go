@@ -62,11 +62,11 @@ type Options struct {
 }
 
 // Side is one result folder as a comparison reads it.
-type Side = results.Loaded
+type Side = results.Contents
 
 // Load reads the result folder dir for a comparison. It fails on a folder it cannot read,
 // including one of a format version it does not know.
-func Load(dir string) (*Side, error) { return results.Load(dir) }
+func Read(dir string) (*Side, error) { return results.ReadAll(dir) }
 
 // Report is the outcome of a comparison: everything the encoders show.
 type Report struct {

@@ -24,11 +24,11 @@ func TestCompareDetectsShift(t *testing.T) {
 	shifted := baseDist
 	shifted.ttft *= 1.25
 	nw := sideSpec{configs: configs, env: baseEnv, seed: 2, dists: map[string]dist{label(1): shifted}}
-	o, err := Load(old.write(t, filepath.Join(root, "old")))
+	o, err := Read(old.write(t, filepath.Join(root, "old")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Load(nw.write(t, filepath.Join(root, "new")))
+	n, err := Read(nw.write(t, filepath.Join(root, "new")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,11 +265,11 @@ func TestCompareEnvironment(t *testing.T) {
 func TestCompareFormatVersion(t *testing.T) {
 	dir := sideSpec{configs: testConfigs(6, "a"), env: baseEnv, seed: 1}.write(t, t.TempDir())
 	resultstest.EditManifest(t, dir, func(m map[string]any) { m["schema_version"] = 2 })
-	_, err := Load(dir)
+	_, err := Read(dir)
 	if err == nil || !strings.Contains(err.Error(), "schema_version 2 is not supported") {
 		t.Errorf("Load of a version 2 folder: %v", err)
 	}
-	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a result folder") {
+	if _, err := Read(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a result folder") {
 		t.Errorf("Load of an empty directory: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 )
 
 // hintInfo is what a hint may mention besides the matched log text.
@@ -269,7 +269,7 @@ func portHint(host string, port int) string {
 // come from the server's argv as the experiment writes it (server.args, or server.command), and
 // endpoint starts nothing.
 func (in hintInfo) passes(setting string) bool {
-	e, ok := engines.Lookup(in.Engine)
+	e, ok := enginefacts.Lookup(in.Engine)
 	name, _ := strings.CutPrefix(setting, "server.")
 	return ok && e.Boots && !e.Takes("command") && e.Takes(name) && e.Uses(name)
 }
@@ -278,7 +278,7 @@ func (in hintInfo) passes(setting string) bool {
 // takes none from it (ollama is configured through its environment; endpoint starts nothing).
 // An engine outside the table is taken to append server.args, as the presets of the table do.
 func (in hintInfo) argv() string {
-	if e, ok := engines.Lookup(in.Engine); ok {
+	if e, ok := enginefacts.Lookup(in.Engine); ok {
 		return e.Argv()
 	}
 	return "server.args"
@@ -354,7 +354,7 @@ func authHint(engine string, keySent bool) string {
 	}
 	// An engine whose preset builds the server's command line and appends server.args gets the
 	// key the runner sends from --api-key there.
-	if e, ok := engines.Lookup(engine); ok && e.Boots && e.Argv() == "server.args" {
+	if e, ok := enginefacts.Lookup(engine); ok && e.Boots && e.Argv() == "server.args" {
 		if keySent {
 			return fmt.Sprintf("%s refused the key given as --api-key in server.args: check it", engine)
 		}

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
 )
@@ -235,7 +235,7 @@ var (
 )
 
 // DefaultEngine is the engine used when server.engine is empty.
-const DefaultEngine = engines.Default
+const DefaultEngine = enginefacts.Default
 
 // Register makes a preset available under an engine name that is not in the engine table, for
 // a program or a test that brings its own server. It panics when the name is already taken.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/redact"
 )
@@ -305,9 +305,9 @@ func ignored(srv experiment.Server, engine string) []string {
 		"env":           len(srv.Env) > 0,
 		"command":       len(srv.Command) > 0,
 	}
-	e, _ := engines.Lookup(engine)
+	e, _ := enginefacts.Lookup(engine)
 	var out []string
-	for _, f := range engines.ServerFields {
+	for _, f := range enginefacts.ServerFields {
 		if set[f] && !e.Uses(f) {
 			out = append(out, fmt.Sprintf("server.%s is not used by engine %s; ignoring it", f, engine))
 		}

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/redact"
@@ -29,8 +29,8 @@ import (
 
 // Defaults for the settings of StartOptions and experiment.Server left at zero.
 const (
-	DefaultHost               = engines.DefaultHost
-	DefaultReadyTimeout       = engines.DefaultReadyTimeout
+	DefaultHost               = enginefacts.DefaultHost
+	DefaultReadyTimeout       = enginefacts.DefaultReadyTimeout
 	DefaultStopGrace          = 10 * time.Second
 	DefaultPortReleaseTimeout = 30 * time.Second
 )

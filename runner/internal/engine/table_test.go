@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
 
@@ -19,7 +19,7 @@ func TestPresetsMatchTable(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	want := slices.Sorted(slices.Values(engines.Names()))
+	want := slices.Sorted(slices.Values(enginefacts.Names()))
 	if !slices.Equal(names, want) {
 		t.Errorf("presets for %v; the engine table has %v", names, want)
 	}
@@ -53,12 +53,12 @@ func TestPresetsAgreeWithTable(t *testing.T) {
 		"env":           func(s *experiment.Server) { s.Env = map[string]string{"A": "b"} },
 		"command":       func(s *experiment.Server) {},
 	}
-	for _, e := range engines.All() {
+	for _, e := range enginefacts.All() {
 		preset := builtin[e.Name]
 		if preset == nil {
 			continue // TestPresetsMatchTable reports it
 		}
-		for _, field := range engines.ServerFields {
+		for _, field := range enginefacts.ServerFields {
 			set, ok := withField[field]
 			if !ok {
 				t.Fatalf("the test sets no value for server.%s", field)

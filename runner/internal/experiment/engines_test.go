@@ -9,21 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 )
 
 // TestEngineTableMatchesFormat checks that the engine table speaks of the server fields this
 // package decodes, and that every default it gives is a valid value of its field.
 func TestEngineTableMatchesFormat(t *testing.T) {
 	want := slices.DeleteFunc(slices.Clone(serverKeys), func(k string) bool { return k == "engine" })
-	if !reflect.DeepEqual(engines.ServerFields, want) {
-		t.Errorf("engines.ServerFields = %v; the decoder's server keys, less engine, are %v", engines.ServerFields, want)
+	if !reflect.DeepEqual(enginefacts.ServerFields, want) {
+		t.Errorf("enginefacts.ServerFields = %v; the decoder's server keys, less engine, are %v", enginefacts.ServerFields, want)
 	}
-	if !reflect.DeepEqual(Engines, engines.Names()) || fieldByPath("server.engine").enum == nil ||
-		!reflect.DeepEqual(fieldByPath("server.engine").enum, engines.Names()) {
-		t.Errorf("server.engine accepts %v; the engine table has %v", fieldByPath("server.engine").enum, engines.Names())
+	if !reflect.DeepEqual(Engines, enginefacts.Names()) || fieldByPath("server.engine").enum == nil ||
+		!reflect.DeepEqual(fieldByPath("server.engine").enum, enginefacts.Names()) {
+		t.Errorf("server.engine accepts %v; the engine table has %v", fieldByPath("server.engine").enum, enginefacts.Names())
 	}
-	for _, e := range engines.All() {
+	for _, e := range enginefacts.All() {
 		for name, v := range e.Defaults {
 			f := fieldByPath("server." + name)
 			if f == nil || f.kind != kindString {
@@ -63,30 +63,30 @@ func TestSchemaMatchesEngineTable(t *testing.T) {
 	for _, v := range eng["enum"].([]any) {
 		enum = append(enum, v.(string))
 	}
-	if !reflect.DeepEqual(enum, engines.Names()) {
-		t.Errorf("schema server.engine enum %v; the engine table has %v", enum, engines.Names())
+	if !reflect.DeepEqual(enum, enginefacts.Names()) {
+		t.Errorf("schema server.engine enum %v; the engine table has %v", enum, enginefacts.Names())
 	}
-	if eng["default"] != engines.Default {
-		t.Errorf("schema server.engine default %v; the engine table's is %s", eng["default"], engines.Default)
+	if eng["default"] != enginefacts.Default {
+		t.Errorf("schema server.engine default %v; the engine table's is %s", eng["default"], enginefacts.Default)
 	}
-	for _, name := range engines.Names() {
+	for _, name := range enginefacts.Names() {
 		if !strings.Contains(description("engine"), name) {
 			t.Errorf("the description of server.engine does not mention engine %s", name)
 		}
 	}
 
 	var booting []string
-	for _, e := range engines.All() {
+	for _, e := range enginefacts.All() {
 		if e.Boots {
 			booting = append(booting, e.Name)
 		}
 	}
 	onlyRE := regexp.MustCompile(`Engines? [a-z, ]+ only|Engines that boot a server only`)
-	for _, name := range engines.ServerFields {
-		takers := engines.Taking(name)
+	for _, name := range enginefacts.ServerFields {
+		takers := enginefacts.Taking(name)
 		var want string
 		switch {
-		case len(takers) == len(engines.Names()):
+		case len(takers) == len(enginefacts.Names()):
 		case slices.Equal(takers, booting):
 			want = "Engines that boot a server only"
 		case len(takers) == 1:
@@ -107,7 +107,7 @@ func TestSchemaMatchesEngineTable(t *testing.T) {
 	// server.model: required, or defaulted.
 	var defaulted []string
 	var modelDefault string
-	for _, e := range engines.All() {
+	for _, e := range enginefacts.All() {
 		if v, ok := e.Defaults["model"]; ok {
 			defaulted, modelDefault = append(defaulted, e.Name), v
 		}
@@ -119,20 +119,20 @@ func TestSchemaMatchesEngineTable(t *testing.T) {
 	// server.ready_timeout: the common default, then the engines that differ.
 	var shorter []string
 	var other time.Duration
-	for _, e := range engines.All() {
-		if e.ReadyTimeout != engines.DefaultReadyTimeout {
+	for _, e := range enginefacts.All() {
+		if e.ReadyTimeout != enginefacts.DefaultReadyTimeout {
 			shorter, other = append(shorter, e.Name), e.ReadyTimeout
 		}
 	}
-	want := fmt.Sprintf("Default %s; %s: %s.", shortDuration(engines.DefaultReadyTimeout), prose(shorter), shortDuration(other))
+	want := fmt.Sprintf("Default %s; %s: %s.", shortDuration(enginefacts.DefaultReadyTimeout), prose(shorter), shortDuration(other))
 	if !strings.Contains(description("ready_timeout"), want) {
 		t.Errorf("server.ready_timeout: its description does not say %q", want)
 	}
 
 	// The string defaults: one value per field, which the schema gives as its default.
-	for _, name := range engines.ServerFields {
+	for _, name := range enginefacts.ServerFields {
 		var values []string
-		for _, e := range engines.All() {
+		for _, e := range enginefacts.All() {
 			if v, ok := e.Defaults[name]; ok && !slices.Contains(values, v) {
 				values = append(values, v)
 			}
@@ -147,7 +147,7 @@ func TestSchemaMatchesEngineTable(t *testing.T) {
 
 	// cache: which engines cannot reset, and so default to keep.
 	var cannot []string
-	for _, e := range engines.All() {
+	for _, e := range enginefacts.All() {
 		if !e.CanReset {
 			cannot = append(cannot, e.Name)
 		}

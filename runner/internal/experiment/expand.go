@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 )
 
 // Limits on the work one experiment file may ask for. They are far above any useful benchmark
@@ -485,23 +485,23 @@ func (c Config) clone() Config {
 }
 
 // Boots reports whether the engine starts a server process (every engine but endpoint).
-func Boots(engine string) bool { return engines.Boots(engine) }
+func Boots(engine string) bool { return enginefacts.Boots(engine) }
 
 // CanResetCache reports whether engine can empty its prefix cache, so that cache: reset is
 // possible (for endpoint, possible if the running server offers it).
-func CanResetCache(engine string) bool { return engines.CanReset(engine) }
+func CanResetCache(engine string) bool { return enginefacts.CanReset(engine) }
 
 // resetProblem says why a config cannot reset the prefix cache, or "" when it can. It depends
 // on the engine, and for an engine whose reset needs a variable (vllm and sim:
 // VLLM_SERVER_DEV_MODE) on server.env, which may turn it off.
 func resetProblem(c *Config) string {
 	eng := c.Server.Engine
-	e, _ := engines.Lookup(eng)
+	e, _ := enginefacts.Lookup(eng)
 	if !e.CanReset {
 		// The engines to switch to are those the runner boots: whether a running server can
 		// reset is known only once the runner connects to it.
 		var can []string
-		for _, o := range engines.All() {
+		for _, o := range enginefacts.All() {
 			if o.CanReset && o.Boots {
 				can = append(can, o.Name)
 			}
@@ -558,10 +558,10 @@ func (x *expander) resolve(c *Config, src map[string]string) bool {
 	for _, f := range fields {
 		set[f.path] = f.isSet(c)
 	}
-	e, _ := engines.Lookup(eng)
-	for _, name := range engines.ServerFields {
+	e, _ := enginefacts.Lookup(eng)
+	for _, name := range enginefacts.ServerFields {
 		if p := "server." + name; set[p] && !e.Takes(name) {
-			x.errorf(src[p], "does not apply to engine %s; it is for %s%s", eng, strings.Join(engines.Taking(name), ", "), about(p, "server.engine"))
+			x.errorf(src[p], "does not apply to engine %s; it is for %s%s", eng, strings.Join(enginefacts.Taking(name), ", "), about(p, "server.engine"))
 		}
 	}
 	for _, name := range e.Requires {
@@ -759,11 +759,11 @@ func applyDefaults(c *Config) {
 		c.Timeouts.Request = DefaultRequestTimeout
 	}
 	s := &c.Server
-	e, _ := engines.Lookup(s.Engine)
+	e, _ := enginefacts.Lookup(s.Engine)
 	if s.ReadyTimeout == 0 {
 		s.ReadyTimeout = e.ReadyTimeout
 	}
-	for _, name := range engines.ServerFields {
+	for _, name := range enginefacts.ServerFields {
 		if v, ok := e.Defaults[name]; ok {
 			if f := fieldByPath("server." + name); !f.isSet(c) {
 				f.set(c, v)

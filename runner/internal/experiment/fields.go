@@ -11,18 +11,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/engines"
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 // Engines lists the server.engine values, the default first: the names of the engine table.
-var Engines = engines.Names()
+var Engines = enginefacts.Names()
 
 // Defaults applied to what an experiment file leaves out. They are part of each config's content,
 // so a value given explicitly and equal to its default gives the same config id. The defaults of
 // the server fields depend on the engine and come from its entry in the engine table.
 const (
-	DefaultEngine         = engines.Default
+	DefaultEngine         = enginefacts.Default
 	DefaultAPI            = "completions"
 	DefaultRepetitions    = 10
 	DefaultWarmup         = 1

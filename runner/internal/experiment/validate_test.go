@@ -328,7 +328,7 @@ func TestErrorFormat(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := Load("testdata/does-not-exist.yaml")
+	_, err := ReadFile("testdata/does-not-exist.yaml")
 	if err == nil || !strings.Contains(err.Error(), "does-not-exist.yaml") {
 		t.Fatalf("got %v, want an error naming the file", err)
 	}

@@ -249,7 +249,7 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 	// The CSV files are untouched: the folder still reads, and exporting again replaces the
 	// files.
-	if _, err := results.Load(dir); err != nil {
+	if _, err := results.ReadAll(dir); err != nil {
 		t.Errorf("folder after export: %v", err)
 	}
 	if _, err := Parquet(dir, out); err != nil {

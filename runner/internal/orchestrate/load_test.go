@@ -120,7 +120,7 @@ func TestRunLoadPoints(t *testing.T) {
 	if p := ls.sim.Stats().PeakInFlight; p != 4 {
 		t.Errorf("the simulator's own count of requests in flight peaked at %d, want 4", p)
 	}
-	reqs, err := results.LoadRequests(f.Dir())
+	reqs, err := results.ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestRunLoadRefused(t *testing.T) {
 		if out.Sent != 11 || out.Failed < 3 {
 			t.Fatalf("%s: outcome %+v, want 11 sent, at least 3 failed", load, out)
 		}
-		reqs, err := results.LoadRequests(f.Dir())
+		reqs, err := results.ReadRequests(f.Dir())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -102,7 +102,7 @@ func TestLoadPointServerTimings(t *testing.T) {
 		t.Errorf("scrapes at %v and %v", s.Before, s.After)
 	}
 
-	reqs, err := results.LoadRequests(dir)
+	reqs, err := results.ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestLoadPointScrapeFails(t *testing.T) {
 			if !strings.Contains(note, "stopped") {
 				t.Errorf("server note %q", note)
 			}
-			reqs, err := results.LoadRequests(dir)
+			reqs, err := results.ReadRequests(dir)
 			if err != nil || len(reqs) != 21 {
 				t.Fatalf("%d rows, %v", len(reqs), err)
 			}

@@ -98,7 +98,7 @@ func TestRunOrder(t *testing.T) {
 	if err := f.Close(results.StatusComplete); err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := results.LoadRequests(f.Dir())
+	reqs, err := results.ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRunCacheResetUnavailable(t *testing.T) {
 		t.Fatalf("outcome %+v, want all 9 failed", out)
 	}
 	f.Close(results.StatusComplete)
-	reqs, _ := results.LoadRequests(f.Dir())
+	reqs, _ := results.ReadRequests(f.Dir())
 	for _, r := range reqs {
 		if r.ErrorClass != record.ErrServer || !strings.Contains(r.Error, "set cache: keep") {
 			t.Errorf("%s-%d: %s %q", r.ConfigID, r.Seq, r.ErrorClass, r.Error)
@@ -400,7 +400,7 @@ func TestRunCutStreamsNoPause(t *testing.T) {
 	if err := f.Close(results.StatusComplete); err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := results.LoadRequests(f.Dir())
+	reqs, err := results.ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}

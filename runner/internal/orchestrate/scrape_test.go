@@ -102,7 +102,7 @@ func scrapeRun(t *testing.T, url, cache string) ([]record.Request, string, strin
 	if err := f.Close(results.StatusComplete); err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := results.LoadRequests(f.Dir())
+	reqs, err := results.ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func testPlan(t *testing.T, body string) *Plan {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e, err := experiment.Load(path)
+	e, err := experiment.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestReportGPUTelemetry(t *testing.T) {
 	}
 
 	// The same folder, as if a GPU had been sampled: a power cap in the middle of the run.
-	reqs, err := results.LoadRequests(dir)
+	reqs, err := results.ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func load(t *testing.T, dirs ...string) []*Folder {
 	t.Helper()
 	var out []*Folder
 	for _, d := range dirs {
-		f, err := Load(d)
+		f, err := Read(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,7 +388,7 @@ func TestWriteAndLoadErrors(t *testing.T) {
 			_, err := Write(t.TempDir(), f, f, f)
 			return err
 		}, "want one or two result folders, got 3"},
-		{"not a result folder", func() error { _, err := Load(t.TempDir()); return err }, "not a result folder"},
+		{"not a result folder", func() error { _, err := Read(t.TempDir()); return err }, "not a result folder"},
 		{"output is a file", func() error {
 			file := filepath.Join(t.TempDir(), "file")
 			os.WriteFile(file, nil, 0o644)
@@ -406,7 +406,7 @@ func TestWriteAndLoadErrors(t *testing.T) {
 }
 
 func BenchmarkWrite(b *testing.B) {
-	f, err := Load(filepath.Join("testdata", "new"))
+	f, err := Read(filepath.Join("testdata", "new"))
 	if err != nil {
 		b.Fatal(err)
 	}

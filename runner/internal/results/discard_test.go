@@ -88,7 +88,7 @@ func TestDiscardPartialLoadPoint(t *testing.T) {
 	if err := g.Close(StatusComplete); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadRequests(dir)
+	got, err := ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

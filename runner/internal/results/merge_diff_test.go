@@ -17,11 +17,11 @@ func TestMergedDiffsAsSingle(t *testing.T) {
 	if _, err := results.Merge(out, shards, results.MergeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	old, err := compare.Load(single)
+	old, err := compare.Read(single)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := results.Load(out)
+	merged, err := results.ReadAll(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -338,11 +338,11 @@ func TestMerge(t *testing.T) {
 	}
 
 	// The merged folder reads as a run: Load takes it whole, with the single run's requests.
-	l, err := Load(out)
+	l, err := ReadAll(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, err := Load(single)
+	sl, err := ReadAll(single)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +570,7 @@ func TestMergePartial(t *testing.T) {
 			if tt.wantMissing == nil {
 				wantStatus = StatusComplete
 			}
-			l, err := Load(out)
+			l, err := ReadAll(out)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -68,12 +68,12 @@ func stripTrailingColumns(t *testing.T, dir string, cols []string) []byte {
 // server-side columns: its rows read as requests whose server said nothing.
 func TestReadFolderWithoutServerColumns(t *testing.T) {
 	f, _ := writeFolder(t, t.TempDir())
-	want, err := LoadRequests(f.Dir())
+	want, err := ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stripTrailingColumns(t, f.Dir(), slices.Concat(serverColumns, gpuColumns, promptColumns))
-	got, err := LoadRequests(f.Dir())
+	got, err := ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatalf("folder without the server columns: %v", err)
 	}
@@ -98,12 +98,12 @@ func TestReadFolderWithoutServerColumns(t *testing.T) {
 // columns: its rows read as requests without a load section, and its summary is unchanged.
 func TestReadFolderWithoutLoadColumns(t *testing.T) {
 	f, _ := writeFolder(t, t.TempDir())
-	want, err := LoadRequests(f.Dir())
+	want, err := ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	stripLoadColumns(t, f.Dir())
-	got, err := LoadRequests(f.Dir())
+	got, err := ReadRequests(f.Dir())
 	if err != nil {
 		t.Fatalf("folder without the load columns: %v", err)
 	}
@@ -160,7 +160,7 @@ func TestResumeFolderWithoutLoadColumns(t *testing.T) {
 	if err := g.Close(StatusInterrupted); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadRequests(dir)
+	got, err := ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

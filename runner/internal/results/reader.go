@@ -210,18 +210,18 @@ func (r *Reader) loadSummary(reqs []record.Request) ([]LoadRow, error) {
 	return rows, nil
 }
 
-// LoadRequests opens the result folder dir and returns all its requests with their events and
+// ReadRequests opens the result folder dir and returns all its requests with their events and
 // texts; see Reader.Requests.
-func LoadRequests(dir string) ([]record.Request, error) {
-	l, err := Load(dir)
+func ReadRequests(dir string) ([]record.Request, error) {
+	l, err := ReadAll(dir)
 	if err != nil {
 		return nil, err
 	}
 	return l.Requests, nil
 }
 
-// Loaded is a result folder read whole, as the commands that describe folders use it.
-type Loaded struct {
+// Contents is a result folder read whole, as the commands that describe folders use it.
+type Contents struct {
 	Dir      string
 	Manifest *Manifest
 	Status   Status           // the folder's state (a running folder without a writer is interrupted)
@@ -236,10 +236,10 @@ type Loaded struct {
 	Notes     []string // what the reader skipped, such as a torn last line, one sentence each
 }
 
-// Load opens the result folder dir and reads its manifest, all its requests, its servers, its
+// ReadAll opens the result folder dir and reads its manifest, all its requests, its servers, its
 // load points and its GPU samples. It
 // fails on a folder it cannot read, including one of a format version it does not know.
-func Load(dir string) (*Loaded, error) {
+func ReadAll(dir string) (*Contents, error) {
 	r, err := Open(dir)
 	if err != nil {
 		return nil, err
@@ -266,6 +266,6 @@ func Load(dir string) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return &Loaded{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Load: load,
+	return &Contents{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Load: load,
 		Telemetry: tel, Notes: r.Notes()}, nil
 }

@@ -126,7 +126,7 @@ func NewRequestEncoder(w io.Writer) *Encoder[record.Request] {
 }
 
 // NewRequestScanner returns a scanner of requests.csv rows read from r; name is the file name
-// that errors carry. Records have no EventList, OutputText or Error: LoadRequests joins those.
+// that errors carry. Records have no EventList, OutputText or Error: ReadRequests joins those.
 func NewRequestScanner(r io.Reader, name string) *Scanner[record.Request] {
 	return newCSVScanner(r, name, requestsTable, nil)
 }

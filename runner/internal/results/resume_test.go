@@ -146,7 +146,7 @@ func TestResumeAfterTornWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	final, err := LoadRequests(dir)
+	final, err := ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestResumeRepairsHeaderlessFiles(t *testing.T) {
 	if err := f2.Close(StatusInterrupted); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadRequests(dir)
+	got, err := ReadRequests(dir)
 	if err != nil || len(got) != 1 || len(got[0].EventList) != 18 {
 		t.Fatalf("after repair: %d requests, %v", len(got), err)
 	}
@@ -275,7 +275,7 @@ func TestResumeAfterKill(t *testing.T) {
 	if err := f.Close(StatusComplete); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadRequests(dir)
+	got, err := ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestShardFolder(t *testing.T) {
 					t.Errorf("%s has no header:\n%s", name, b)
 				}
 			}
-			loaded, err := Load(f.Dir())
+			loaded, err := ReadAll(f.Dir())
 			if err != nil {
 				t.Fatal(err)
 			}

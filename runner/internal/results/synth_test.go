@@ -100,7 +100,7 @@ func TestSyntheticFolder(t *testing.T) {
 	}
 	dir, want := folder.Write(t, root), folder.Records()
 
-	got, err := results.LoadRequests(dir)
+	got, err := results.ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,9 @@ type Report struct {
 	Load []results.LoadRow
 }
 
-// Load reads the result folder dir and summarises it.
-func Load(dir string) (*Report, error) {
-	l, err := results.Load(dir)
+// Read reads the result folder dir and summarises it.
+func Read(dir string) (*Report, error) {
+	l, err := results.ReadAll(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func TestWriteReadsBackAsRecords(t *testing.T) {
 		t.Errorf("a second Records differs: the random source is not started afresh")
 	}
 	dir := b.Write(t, t.TempDir())
-	got, err := results.LoadRequests(dir)
+	got, err := results.ReadRequests(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Load reads and parses an experiment file; see Parse.
-func Load(path string) (*Experiment, error) {
+// ReadFile reads and parses an experiment file; see Parse.
+func ReadFile(path string) (*Experiment, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read experiment: %w", err)

@@ -29,10 +29,10 @@ type Folder struct {
 	Notes []string
 }
 
-// Load reads the result folder dir through the results package: its manifest, its requests
+// Read reads the result folder dir through the results package: its manifest, its requests
 // with their events, and its servers.
-func Load(dir string) (*Folder, error) {
-	l, err := results.Load(dir)
+func Read(dir string) (*Folder, error) {
+	l, err := results.ReadAll(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,10 @@
-// Package engines is the one table of the inference engines the runner knows: for each, whether
+// Package enginefacts is the one table of the inference engines the runner knows: for each, whether
 // it boots a server process, which server fields an experiment file may set for it and which its
 // preset passes on to the server, what it requires, its defaults, and whether it can empty its
 // prefix cache. The experiment format validates and fills configs from this table, the engine
 // package attaches a preset to every entry by name, and tests check the JSON schema and the
 // presets against it. It imports nothing of the runner, so both can read it.
-package engines
+package enginefacts
 
 import (
 	"slices"
