@@ -18,22 +18,6 @@ import (
 // Engines lists the server.engine values, the default first: the names of the engine table.
 var Engines = enginefacts.Names()
 
-// Defaults applied to what an experiment file leaves out. They are part of each config's content,
-// so a value given explicitly and equal to its default gives the same config id. The defaults of
-// the server fields depend on the engine and come from its entry in the engine table.
-const (
-	DefaultEngine         = enginefacts.Default
-	DefaultAPI            = "completions"
-	DefaultRepetitions    = 10
-	DefaultWarmup         = 1
-	DefaultCache          = "reset" // keep for a config that cannot reset (CanResetCache)
-	DefaultOrder          = "sequential"
-	DefaultRequestTimeout = 5 * time.Minute
-	DefaultArrival        = "poisson"
-	DefaultBurstiness     = 1.0
-	DefaultPrompts        = "distinct"
-)
-
 // Bounds of a load: a closed loop's requests in flight (and an open loop's cap), and an open
 // loop's rate in requests per second.
 const (
