@@ -26,14 +26,6 @@ var (
 	promptNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
-// reservedExtra names request-body keys that extra may not set: the runner owns the first group,
-// and the second has its own field in request.
-var reservedExtra = map[string]string{
-	"model": "", "prompt": "", "messages": "", "stream": "", "stream_options": "",
-	"max_tokens": "request.max_tokens", "ignore_eos": "request.ignore_eos", "min_tokens": "request.min_tokens",
-	"temperature": "request.temperature", "seed": "request.seed", "stop": "request.stop",
-}
-
 // sectionKeys lists the scalar field names of one section (server, request) from the field table.
 func sectionKeys(section string) []string {
 	var out []string
@@ -61,6 +53,7 @@ type pair struct {
 	path string
 }
 
+// errorAt records a problem about path at the position of node n.
 func (d *decoder) errorAt(n *yaml.Node, path, format string, args ...any) {
 	p := at(n)
 	d.errs = append(d.errs, &Error{File: d.file, Line: p.Line, Col: p.Col, Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -165,31 +158,9 @@ func (d *decoder) decode(root *yaml.Node) *Experiment {
 		have[p.key] = true
 		switch p.key {
 		case "version":
-			if p.val == nil || p.val.Kind != yaml.ScalarNode {
-				d.errorAt(p.val, p.path, "must be %d, not %s", Version, describe(p.val))
-				continue
-			}
-			switch v := scalarValue(p.val).(type) {
-			case int:
-				if v != Version {
-					d.errorAt(p.val, p.path, "unsupported version %d; this runner reads version %d", v, Version)
-					continue
-				}
-				e.Version = v
-			default:
-				d.errorAt(p.val, p.path, "must be %d, not %s", Version, describeValue(v))
-			}
+			d.version(p, e)
 		case "name":
-			if s, ok := d.str(p); ok {
-				switch {
-				case len(s) > maxNameLen:
-					d.errorAt(p.val, p.path, "must be at most %d characters", maxNameLen)
-				case !nameRE.MatchString(s):
-					d.errorAt(p.val, p.path, "must use only a-z, 0-9, '.', '_' and '-', and start with a letter or digit (it becomes part of result paths), not %q", s)
-				default:
-					e.Name = s
-				}
-			}
+			d.name(p, e)
 		case "description":
 			if s, ok := d.str(p); ok {
 				e.Description = s
@@ -226,22 +197,45 @@ func (d *decoder) decode(root *yaml.Node) *Experiment {
 	}
 	e.Server, e.Request, e.Load = base.Server, base.Request, base.Load
 	e.Repetitions, e.Warmup, e.Cache, e.Timeouts = base.Repetitions, base.Warmup, base.Cache, base.Timeouts
-	if !have["warmup"] {
-		e.Warmup = DefaultWarmup
-	}
-	if e.Repetitions == 0 {
-		e.Repetitions = DefaultRepetitions
-	}
-	if e.Timeouts.Request == 0 {
-		e.Timeouts.Request = DefaultRequestTimeout
-	}
-	if e.Order.Mode == "" {
-		e.Order.Mode = DefaultOrder
-	}
+	e.applyDefaults(have["warmup"])
 	if e.Matrix.Axes != nil {
 		d.checkExcludeKeys(e)
 	}
 	return e
+}
+
+// version decodes the format version, which must be the one this package reads.
+func (d *decoder) version(p pair, e *Experiment) {
+	if p.val == nil || p.val.Kind != yaml.ScalarNode {
+		d.errorAt(p.val, p.path, "must be %d, not %s", Version, describe(p.val))
+		return
+	}
+	switch v := scalarValue(p.val).(type) {
+	case int:
+		if v != Version {
+			d.errorAt(p.val, p.path, "unsupported version %d; this runner reads version %d", v, Version)
+			return
+		}
+		e.Version = v
+	default:
+		d.errorAt(p.val, p.path, "must be %d, not %s", Version, describeValue(v))
+	}
+}
+
+// name decodes the experiment's name, which becomes part of result paths.
+func (d *decoder) name(p pair, e *Experiment) {
+	s, ok := d.str(p)
+	if !ok {
+		return
+	}
+	switch {
+	case len(s) > maxNameLen:
+		d.errorAt(p.val, p.path, "must be at most %d characters", maxNameLen)
+	case !nameRE.MatchString(s):
+		d.errorAt(p.val, p.path, "must use only a-z, 0-9, '.', '_' and '-', and start with a letter or digit (it becomes part of result paths), not %q", s)
+	default:
+		e.Name = s
+	}
 }
 
 // slo decodes the service-level objective: bounds in milliseconds on summarised metrics.
@@ -296,6 +290,8 @@ func (d *decoder) fieldsOf(section string, pairs []pair, c *Config) []pair {
 	return rest
 }
 
+// server decodes the server section: the scalar fields from the table, then the argument lists
+// and the environment.
 func (d *decoder) server(p pair, c *Config) {
 	d.pos[p.path] = at(p.kn)
 	pairs, ok := d.mapping(p.val, p.path, serverKeys)
@@ -345,6 +341,8 @@ func (d *decoder) argv(p pair, nonEmpty bool) ([]string, bool) {
 	return out, ok
 }
 
+// env decodes server.env, whose keys must be valid environment variable names and whose values
+// are taken as written.
 func (d *decoder) env(p pair) map[string]string {
 	d.pos[p.path] = at(p.kn)
 	pairs, ok := d.mapping(p.val, p.path, nil)
@@ -366,164 +364,8 @@ func (d *decoder) env(p pair) map[string]string {
 	return out
 }
 
-func (d *decoder) request(p pair, c *Config) {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, requestKeys)
-	if !ok {
-		return
-	}
-	for _, q := range d.fieldsOf("request", pairs, c) {
-		switch q.key {
-		case "prompts":
-			c.Request.Prompts = d.prompts(q)
-		case "stop":
-			c.Request.Stop = d.stop(q)
-		case "extra":
-			c.Request.Extra = d.extra(q)
-		}
-	}
-}
-
-func (d *decoder) prompts(p pair) []NamedPrompt {
-	n := p.val
-	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorAt(n, p.path, "must be a list of {name, text} entries, not %s", describe(n))
-		return nil
-	}
-	if len(n.Content) == 0 {
-		d.errorAt(n, p.path, "must not be empty")
-		return nil
-	}
-	d.pos[p.path] = at(n)
-	var out []NamedPrompt
-	names := map[string]int{}
-	for i, c := range n.Content {
-		ip := indexPath(p.path, i)
-		d.pos[ip] = at(resolve(c))
-		pairs, ok := d.mapping(c, ip, promptKeys)
-		if !ok {
-			continue
-		}
-		var np NamedPrompt
-		var hasName, hasText bool
-		for _, q := range pairs {
-			s, ok := d.str(q)
-			if !ok {
-				continue
-			}
-			switch {
-			case s == "":
-				d.errorAt(q.val, q.path, "must not be empty")
-			case q.key == "name":
-				hasName = true
-				if !promptNameRE.MatchString(s) {
-					d.errorAt(q.val, q.path, "must use only letters, digits, '.', '_' and '-' (it appears in config labels), not %q", s)
-				} else if first, dup := names[s]; dup {
-					d.errorAt(q.val, q.path, "prompt name %q is already used by %s", s, indexPath(p.path, first))
-				} else {
-					names[s] = i
-					np.Name = s
-				}
-			default:
-				hasText = true
-				np.Text = s
-			}
-		}
-		for _, k := range []struct {
-			has  bool
-			name string
-		}{{hasName, "name"}, {hasText, "text"}} {
-			if !k.has && !slices.ContainsFunc(pairs, func(q pair) bool { return q.key == k.name }) {
-				d.errorAt(c, ip, "missing required field %q", k.name)
-			}
-		}
-		if np.Name != "" && np.Text != "" {
-			out = append(out, np)
-		}
-	}
-	return out
-}
-
-func (d *decoder) stop(p pair) []string {
-	n := p.val
-	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorAt(n, p.path, "must be a list of strings, not %s", describe(n))
-		return nil
-	}
-	d.pos[p.path] = at(n)
-	var out []string
-	for i, c := range n.Content {
-		c = resolve(c)
-		s, ok := any(nil), false
-		if c != nil && c.Kind == yaml.ScalarNode {
-			s = scalarValue(c)
-			_, ok = s.(string)
-		}
-		if !ok {
-			d.errorAt(c, indexPath(p.path, i), "must be a string, not %s", describe(c))
-			continue
-		}
-		if s == "" {
-			d.errorAt(c, indexPath(p.path, i), "must not be empty")
-			continue
-		}
-		out = append(out, s.(string))
-	}
-	return out
-}
-
-func (d *decoder) extra(p pair) map[string]any {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, nil)
-	if !ok {
-		return nil
-	}
-	out := make(map[string]any, len(pairs))
-	for _, q := range pairs {
-		if field, reserved := reservedExtra[q.key]; reserved {
-			if field == "" {
-				d.errorAt(q.kn, q.path, "%q is set by the runner and cannot be overridden", q.key)
-			} else {
-				d.errorAt(q.kn, q.path, "%q has its own field; use %s instead", q.key, field)
-			}
-			continue
-		}
-		v := generic(q.val)
-		if bad := findNonFinite(v); bad != "" {
-			d.errorAt(q.val, q.path, "%s is not valid in JSON; use a finite number", bad)
-			continue
-		}
-		out[q.key] = v
-	}
-	return out
-}
-
-// findNonFinite returns the first .nan or .inf inside a generic value, or "".
-func findNonFinite(v any) string {
-	switch x := v.(type) {
-	case nonFinite:
-		return string(x)
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if s := findNonFinite(x[k]); s != "" {
-				return s
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if s := findNonFinite(e); s != "" {
-				return s
-			}
-		}
-	}
-	return ""
-}
-
+// order decodes the order section, written either as a mode alone or as a mapping {mode, seed};
+// a seed is allowed only for shuffled, the one mode it changes.
 func (d *decoder) order(p pair, e *Experiment) {
 	n := p.val
 	if n != nil && n.Kind == yaml.ScalarNode {
@@ -578,6 +420,7 @@ func (d *decoder) order(p pair, e *Experiment) {
 	}
 }
 
+// timeouts decodes the timeouts section from the field table.
 func (d *decoder) timeouts(p pair, c *Config) {
 	d.pos[p.path] = at(p.kn)
 	pairs, _ := d.mapping(p.val, p.path, timeoutKeys)
@@ -585,152 +428,6 @@ func (d *decoder) timeouts(p pair, c *Config) {
 		f := fieldByPath(q.path)
 		if v, ok := d.scalar(f, q); ok {
 			f.set(c, v)
-		}
-	}
-}
-
-// matrix decodes the axes and the include and exclude lists. Every axis value is checked against
-// its field, so a bad value is reported where it is written.
-func (d *decoder) matrix(p pair, e *Experiment) {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, nil)
-	if !ok {
-		return
-	}
-	e.Matrix.Axes = []Axis{}
-	for _, q := range pairs {
-		switch q.key {
-		case "include":
-			e.Matrix.Include = d.entries(q)
-		case "exclude":
-			e.Matrix.Exclude = d.entries(q)
-		default:
-			f := d.axisField(q.kn, q.path, q.key)
-			if f == nil {
-				continue
-			}
-			n := q.val
-			if n == nil || n.Kind != yaml.SequenceNode {
-				d.errorAt(n, q.path, "an axis must be a list of values, not %s", describe(n))
-				continue
-			}
-			if len(n.Content) == 0 {
-				d.errorAt(n, q.path, "an axis must have at least one value")
-				continue
-			}
-			d.pos[q.path] = at(q.kn)
-			axis := Axis{Path: q.key}
-			seen := map[any]int{} // value → index
-			good := true
-			for i, c := range n.Content {
-				ip := indexPath(q.path, i)
-				c = resolve(c)
-				if c == nil || c.Kind != yaml.ScalarNode {
-					d.errorAt(c, ip, "%s", kindProblem(f, c))
-					good = false
-					continue
-				}
-				raw := scalarValue(c)
-				v, msg := f.normalize(raw)
-				if msg != "" {
-					d.errorAt(c, ip, "%s", msg)
-					good = false
-					continue
-				}
-				if j, dup := seen[v]; dup {
-					d.errorAt(c, ip, "value %s is already listed at %s", formatValue(raw), indexPath(q.path, j))
-					good = false
-					continue
-				}
-				seen[v] = i
-				d.pos[ip] = at(c)
-				axis.Values = append(axis.Values, raw)
-			}
-			if good {
-				e.Matrix.Axes = append(e.Matrix.Axes, axis)
-			}
-		}
-	}
-}
-
-// axisField finds the field an axis key names, reporting a key that names none or names a field
-// that cannot be swept.
-func (d *decoder) axisField(kn *yaml.Node, path, key string) *field {
-	f := fieldByPath(key)
-	switch {
-	case f != nil && f.axis:
-		return f
-	case f != nil:
-		d.errorAt(kn, path, "%s cannot be a matrix axis; it applies to the whole experiment", key)
-	case slices.Contains([]string{"server.args", "server.env", "server.command", "request.prompts", "request.stop", "request.extra"}, key):
-		d.errorAt(kn, path, "%s cannot be a matrix axis; only single-valued fields can be swept", key)
-	default:
-		hint := suggest(key, axisPaths())
-		if hint == "" {
-			for _, ap := range axisPaths() {
-				if fieldByPath(ap).short() == key {
-					hint = fmt.Sprintf(" (did you mean %q?)", ap)
-				}
-			}
-		}
-		d.errorAt(kn, path, "unknown axis %q: an axis is named by the dotted path of the field it sweeps, such as request.max_tokens%s", key, hint)
-	}
-	return nil
-}
-
-// entries decodes an include or exclude list.
-func (d *decoder) entries(p pair) []map[string]any {
-	n := p.val
-	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorAt(n, p.path, "must be a list of mappings, not %s", describe(n))
-		return nil
-	}
-	d.pos[p.path] = at(n)
-	out := []map[string]any{}
-	for i, c := range n.Content {
-		ip := indexPath(p.path, i)
-		d.pos[ip] = at(resolve(c))
-		pairs, ok := d.mapping(c, ip, nil)
-		if !ok {
-			continue
-		}
-		if len(pairs) == 0 {
-			d.errorAt(resolve(c), ip, "an entry must name at least one field")
-			continue
-		}
-		m := map[string]any{}
-		for _, q := range pairs {
-			f := d.axisField(q.kn, q.path, q.key)
-			if f == nil {
-				continue
-			}
-			if q.val == nil || q.val.Kind != yaml.ScalarNode {
-				d.errorAt(q.val, q.path, "%s", kindProblem(f, q.val))
-				continue
-			}
-			raw := scalarValue(q.val)
-			if _, msg := f.normalize(raw); msg != "" {
-				d.errorAt(q.val, q.path, "%s", msg)
-				continue
-			}
-			d.pos[q.path] = at(q.val)
-			m[q.key] = raw
-		}
-		out = append(out, m) // kept even when part of it is bad, so indices match the file
-	}
-	return out
-}
-
-// checkExcludeKeys reports exclude entries that name a field that is not a matrix axis: they
-// could never match.
-func (d *decoder) checkExcludeKeys(e *Experiment) {
-	for i, m := range e.Matrix.Exclude {
-		for k := range m {
-			if !slices.ContainsFunc(e.Matrix.Axes, func(a Axis) bool { return a.Path == k }) {
-				path := keyPath(indexPath("matrix.exclude", i), k)
-				p := d.pos[path]
-				d.errs = append(d.errs, &Error{File: d.file, Line: p.Line, Col: p.Col, Path: path, Msg: notAxisMsg(k)})
-			}
 		}
 	}
 }

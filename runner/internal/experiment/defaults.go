@@ -22,6 +22,24 @@ const (
 	DefaultPrompts        = "distinct"
 )
 
+// applyDefaults fills the experiment-wide fields the file leaves out. warmupSet says whether the
+// file sets warmup, since 0 is a valid count. The fields a matrix axis may change get their
+// defaults per config, in applyDefaults.
+func (e *Experiment) applyDefaults(warmupSet bool) {
+	if !warmupSet {
+		e.Warmup = DefaultWarmup
+	}
+	if e.Repetitions == 0 {
+		e.Repetitions = DefaultRepetitions
+	}
+	if e.Timeouts.Request == 0 {
+		e.Timeouts.Request = DefaultRequestTimeout
+	}
+	if e.Order.Mode == "" {
+		e.Order.Mode = DefaultOrder
+	}
+}
+
 // applyDefaults fills what a config leaves unset. Warm-up is not among them: 0 is a valid count,
 // so its default is applied when the file is read.
 func applyDefaults(c *Config) {
