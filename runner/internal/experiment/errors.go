@@ -41,8 +41,9 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// ErrorList is every problem found in one experiment file, in file order. Parse, Load and Expand
-// return it as their error so that a caller sees all problems at once.
+// ErrorList is every problem found in one experiment file, in file order. Parse and Expand (and
+// ReadFile, once the file is read) return it as their error so that a caller sees all problems
+// at once.
 type ErrorList []*Error
 
 // Error prints one problem per line.
