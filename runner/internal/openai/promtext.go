@@ -180,25 +180,9 @@ func (p *textParser) comment(s string) error {
 // timestamp. A line may also start with the braces and name the metric inside them, quoted
 // or not: {"name", label="value"}.
 func (p *textParser) sample(s string) error {
-	var name string
-	var labels []Label
-	var err error
-	if s[0] == '{' {
-		if name, labels, s, err = p.readLabels(s[1:], true); err != nil {
-			return err
-		}
-	} else {
-		if name, s, err = p.readName(s, true); err != nil {
-			return err
-		}
-		if name == "" {
-			return p.errorf("invalid metric name")
-		}
-		if s = trimBlanks(s); s != "" && s[0] == '{' {
-			if _, labels, s, err = p.readLabels(s[1:], false); err != nil {
-				return err
-			}
-		}
+	name, labels, s, err := p.sampleName(s)
+	if err != nil {
+		return err
 	}
 	// The value follows the name or the braces, blanks between them or not.
 	value, s := cutToken(trimBlanks(s))
@@ -214,39 +198,9 @@ func (p *textParser) sample(s string) error {
 	if f.typ == famUnset {
 		f.typ = famUntyped
 	}
-	le, quantile := math.NaN(), math.NaN()
-	kept := make([]Label, 0, len(labels))
-	for _, l := range labels {
-		if l.Name == "__name__" {
-			return p.errorf("label name %q is reserved", l.Name)
-		}
-		if !isLegacyName(l.Name, false) {
-			return p.errorf("invalid label name %q", l.Name)
-		}
-		if !utf8.ValidString(l.Value) {
-			return p.errorf("invalid label value %q", l.Value)
-		}
-		// A summary's quantile and a histogram's le say which sample of the series the line
-		// is; they are not labels of the series.
-		switch {
-		case f.typ == famSummary && l.Name == "quantile":
-			if quantile, err = parseValue(l.Value); err != nil {
-				return p.errorf("expected float as value for 'quantile' label, got %q", l.Value)
-			}
-			continue
-		case f.typ == famHistogram && l.Name == "le":
-			if le, err = parseValue(l.Value); err != nil {
-				return p.errorf("expected float as value for 'le' label, got %q", l.Value)
-			}
-			continue
-		}
-		kept = append(kept, l)
-	}
-	kept = sortedLabels(kept)
-	for i := 1; i < len(kept); i++ {
-		if kept[i].Name == kept[i-1].Name {
-			return p.errorf("duplicate label names for metric %q", f.name)
-		}
+	kept, le, quantile, err := p.seriesLabels(f, labels)
+	if err != nil {
+		return err
 	}
 	v, err := parseValue(value)
 	if err != nil {
@@ -264,53 +218,128 @@ func (p *textParser) sample(s string) error {
 
 	switch f.typ {
 	case famSummary:
-		key := seriesGroup(f.name, kept)
-		ss := p.summaries[key]
-		if ss == nil {
-			ss = &summarySeries{name: f.name, labels: kept}
-			p.summaries[key] = ss
-			p.summaryOf = append(p.summaryOf, ss)
-		}
-		switch pt {
-		case partSum:
-			ss.sum, ss.hasSum, ss.sumLine = v, true, p.line
-		case partCount:
-			// The reference parser keeps a summary's count as an unsigned integer.
-			ss.count, ss.hasCount, ss.countLine = positiveZero(math.Trunc(v)), true, p.line
-		default:
-			if !math.IsNaN(quantile) {
-				ql := sortedLabels(append(kept[:len(kept):len(kept)], Label{"quantile", strconv.FormatFloat(quantile, 'g', -1, 64)}))
-				ss.quantiles = append(ss.quantiles, Sample{f.name, ql, v})
-				ss.quantileLines = append(ss.quantileLines, p.line)
-			}
-		}
+		p.summarySample(f.name, kept, pt, quantile, v)
 	case famHistogram:
-		key := seriesGroup(f.name, kept)
-		h := p.histograms[key]
-		if h == nil {
-			h = &Histogram{Name: f.name, Labels: kept}
-			p.histograms[key] = h
-			p.m.Histograms = append(p.m.Histograms, h)
-		}
-		switch pt {
-		case partSum:
-			h.Sum, h.HasSum = v, true
-		case partCount:
-			if v < 0 {
-				return p.errorf("negative count for histogram %q", f.name)
-			}
-			h.Count, h.HasCount = positiveZero(v), true
-		default:
-			if !math.IsNaN(le) {
-				if v < 0 {
-					return p.errorf("negative bucket population for histogram %q", f.name)
-				}
-				h.Buckets = append(h.Buckets, Bucket{le, positiveZero(v)})
-			}
-		}
+		return p.histogramSample(f.name, kept, pt, le, v)
 	default:
 		p.m.Samples = append(p.m.Samples, Sample{f.name, kept, v})
 		p.sampleLines = append(p.sampleLines, p.line)
+	}
+	return nil
+}
+
+// sampleName reads the start of a sample line, the metric name and its labels, written either
+// as name{labels} or with the name inside the braces, and returns what follows.
+func (p *textParser) sampleName(s string) (name string, labels []Label, rest string, err error) {
+	if s[0] == '{' {
+		return p.readLabels(s[1:], true)
+	}
+	if name, s, err = p.readName(s, true); err != nil {
+		return "", nil, "", err
+	}
+	if name == "" {
+		return "", nil, "", p.errorf("invalid metric name")
+	}
+	if s = trimBlanks(s); s != "" && s[0] == '{' {
+		if _, labels, s, err = p.readLabels(s[1:], false); err != nil {
+			return "", nil, "", err
+		}
+	}
+	return name, labels, s, nil
+}
+
+// seriesLabels checks the labels of a sample line of family f and returns those of its series,
+// sorted, apart from the le of a histogram's bucket and the quantile of a summary's quantile
+// (NaN when the line has none), which say which sample of the series the line is.
+func (p *textParser) seriesLabels(f *family, labels []Label) (kept []Label, le, quantile float64, err error) {
+	le, quantile = math.NaN(), math.NaN()
+	kept = make([]Label, 0, len(labels))
+	for _, l := range labels {
+		if l.Name == "__name__" {
+			return nil, 0, 0, p.errorf("label name %q is reserved", l.Name)
+		}
+		if !isLegacyName(l.Name, false) {
+			return nil, 0, 0, p.errorf("invalid label name %q", l.Name)
+		}
+		if !utf8.ValidString(l.Value) {
+			return nil, 0, 0, p.errorf("invalid label value %q", l.Value)
+		}
+		// A summary's quantile and a histogram's le say which sample of the series the line
+		// is; they are not labels of the series.
+		switch {
+		case f.typ == famSummary && l.Name == "quantile":
+			if quantile, err = parseValue(l.Value); err != nil {
+				return nil, 0, 0, p.errorf("expected float as value for 'quantile' label, got %q", l.Value)
+			}
+			continue
+		case f.typ == famHistogram && l.Name == "le":
+			if le, err = parseValue(l.Value); err != nil {
+				return nil, 0, 0, p.errorf("expected float as value for 'le' label, got %q", l.Value)
+			}
+			continue
+		}
+		kept = append(kept, l)
+	}
+	kept = sortedLabels(kept)
+	for i := 1; i < len(kept); i++ {
+		if kept[i].Name == kept[i-1].Name {
+			return nil, 0, 0, p.errorf("duplicate label names for metric %q", f.name)
+		}
+	}
+	return kept, le, quantile, nil
+}
+
+// summarySample adds a sample line of the summary name to its series: the sum, the count, or
+// the quantile its quantile label says; a line that is none of these only makes the series.
+func (p *textParser) summarySample(name string, kept []Label, pt part, quantile, v float64) {
+	key := seriesGroup(name, kept)
+	ss := p.summaries[key]
+	if ss == nil {
+		ss = &summarySeries{name: name, labels: kept}
+		p.summaries[key] = ss
+		p.summaryOf = append(p.summaryOf, ss)
+	}
+	switch pt {
+	case partSum:
+		ss.sum, ss.hasSum, ss.sumLine = v, true, p.line
+	case partCount:
+		// The reference parser keeps a summary's count as an unsigned integer.
+		ss.count, ss.hasCount, ss.countLine = positiveZero(math.Trunc(v)), true, p.line
+	default:
+		if !math.IsNaN(quantile) {
+			ql := sortedLabels(append(kept[:len(kept):len(kept)], Label{"quantile", strconv.FormatFloat(quantile, 'g', -1, 64)}))
+			ss.quantiles = append(ss.quantiles, Sample{name, ql, v})
+			ss.quantileLines = append(ss.quantileLines, p.line)
+		}
+	}
+}
+
+// histogramSample adds a sample line of the histogram name to its series: the sum, the count,
+// or the bucket its le label says; a line that is none of these only makes the series. A
+// negative count or bucket population is an error.
+func (p *textParser) histogramSample(name string, kept []Label, pt part, le, v float64) error {
+	key := seriesGroup(name, kept)
+	h := p.histograms[key]
+	if h == nil {
+		h = &Histogram{Name: name, Labels: kept}
+		p.histograms[key] = h
+		p.m.Histograms = append(p.m.Histograms, h)
+	}
+	switch pt {
+	case partSum:
+		h.Sum, h.HasSum = v, true
+	case partCount:
+		if v < 0 {
+			return p.errorf("negative count for histogram %q", name)
+		}
+		h.Count, h.HasCount = positiveZero(v), true
+	default:
+		if !math.IsNaN(le) {
+			if v < 0 {
+				return p.errorf("negative bucket population for histogram %q", name)
+			}
+			h.Buckets = append(h.Buckets, Bucket{le, positiveZero(v)})
+		}
 	}
 	return nil
 }
