@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -85,36 +86,67 @@ func (d *decoder) str() (string, error) {
 	return string(p), nil
 }
 
+// The fewest bytes a metadata entry (a key's length, a value type and one byte of value) and a
+// tensor entry (a name's length, a dimension count, one dimension, a type and an offset) take.
+// Every entry takes some bytes, so a count larger than the rest of the file is a lie; checking
+// against these keeps a corrupt count from allocating gigabytes.
+const minKV, minTensor = 8 + 4 + 1, 8 + 4 + 8 + 4 + 8
+
+// file decodes the whole file: the header, the metadata, the tensor table and the data section.
 func (d *decoder) file() (*File, error) {
-	magic, err := d.bytes(4)
+	nTensors, nKV, err := d.header()
 	if err != nil {
 		return nil, err
 	}
+	f := &File{}
+	if f.KV, err = d.metadata(nKV); err != nil {
+		return nil, err
+	}
+	align, err := f.Alignment()
+	if err != nil {
+		return nil, err
+	}
+	offsets, err := d.tensorTable(f, nTensors, align)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.tensorData(f, offsets, align); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// header checks the magic and the version, and returns the tensor and metadata counts.
+func (d *decoder) header() (nTensors, nKV uint64, err error) {
+	magic, err := d.bytes(4)
+	if err != nil {
+		return 0, 0, err
+	}
 	if string(magic) != Magic {
-		return nil, fmt.Errorf("bad magic %q, want %q", magic, Magic)
+		return 0, 0, fmt.Errorf("bad magic %q, want %q", magic, Magic)
 	}
 	version, err := d.u32()
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	if version != Version {
-		return nil, fmt.Errorf("version %d, want %d", version, Version)
+		return 0, 0, fmt.Errorf("version %d, want %d", version, Version)
 	}
-	nTensors, err := d.u64()
-	if err != nil {
-		return nil, err
+	if nTensors, err = d.u64(); err != nil {
+		return 0, 0, err
 	}
-	nKV, err := d.u64()
-	if err != nil {
-		return nil, err
+	if nKV, err = d.u64(); err != nil {
+		return 0, 0, err
 	}
-	// Every entry takes some bytes, so a count larger than the rest of the file is a lie; this
-	// keeps a corrupt count from allocating gigabytes.
-	const minKV, minTensor = 8 + 4 + 1, 8 + 4 + 8 + 4 + 8
+	return nTensors, nKV, nil
+}
+
+// metadata decodes the nKV metadata entries, whose keys must be distinct.
+func (d *decoder) metadata(nKV uint64) ([]KV, error) {
 	if nKV > uint64(d.remaining()/minKV) {
 		return nil, fmt.Errorf("%d metadata entries cannot fit in %d bytes", nKV, d.remaining())
 	}
-	f := &File{KV: make([]KV, 0, nKV)}
+	kvs := make([]KV, 0, nKV)
 	seen := make(map[string]bool, nKV)
 	for i := range nKV {
 		key, err := d.str()
@@ -129,13 +161,14 @@ func (d *decoder) file() (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("metadata %d (%s): %w", i, key, err)
 		}
-		f.KV = append(f.KV, KV{Key: key, Value: v})
+		kvs = append(kvs, KV{Key: key, Value: v})
 	}
-	align, err := f.Alignment()
-	if err != nil {
-		return nil, err
-	}
+	return kvs, nil
+}
 
+// tensorTable decodes the nTensors entries of the tensor table into f.Tensors, without their
+// data, and returns each tensor's offset in the data section.
+func (d *decoder) tensorTable(f *File, nTensors uint64, align int) ([]uint64, error) {
 	if nTensors > uint64(d.remaining()/minTensor) {
 		return nil, fmt.Errorf("%d tensors cannot fit in %d bytes", nTensors, d.remaining())
 	}
@@ -144,6 +177,7 @@ func (d *decoder) file() (*File, error) {
 	names := make(map[string]bool, nTensors)
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
+		var err error
 		if t.Name, err = d.str(); err != nil {
 			return nil, fmt.Errorf("tensor %d: name: %w", i, err)
 		}
@@ -151,38 +185,54 @@ func (d *decoder) file() (*File, error) {
 			return nil, fmt.Errorf("tensor %d: duplicate name %q", i, t.Name)
 		}
 		names[t.Name] = true
-		nDims, err := d.u32()
-		if err != nil {
+		if offsets[i], err = d.tensorInfo(t, align); err != nil {
 			return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
-		}
-		if nDims == 0 || nDims > maxDims {
-			return nil, fmt.Errorf("tensor %s: %d dimensions, want 1 to %d", t.Name, nDims, maxDims)
-		}
-		t.Dims = make([]uint64, nDims)
-		for j := range t.Dims {
-			if t.Dims[j], err = d.u64(); err != nil {
-				return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
-			}
-		}
-		typ, err := d.u32()
-		if err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
-		}
-		t.Type = TensorType(typ)
-		if t.Type.ElemSize() == 0 {
-			return nil, fmt.Errorf("tensor %s: unsupported type %s", t.Name, t.Type)
-		}
-		if offsets[i], err = d.u64(); err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
-		}
-		if offsets[i]%uint64(align) != 0 {
-			return nil, fmt.Errorf("tensor %s: offset %d is not a multiple of the alignment %d", t.Name, offsets[i], align)
 		}
 	}
+	return offsets, nil
+}
 
+// tensorInfo decodes what follows a tensor's name in the table, its dimensions and type, and
+// returns its offset, which must be a multiple of the alignment.
+func (d *decoder) tensorInfo(t *Tensor, align int) (uint64, error) {
+	nDims, err := d.u32()
+	if err != nil {
+		return 0, err
+	}
+	if nDims == 0 || nDims > maxDims {
+		return 0, fmt.Errorf("%d dimensions, want 1 to %d", nDims, maxDims)
+	}
+	t.Dims = make([]uint64, nDims)
+	for j := range t.Dims {
+		if t.Dims[j], err = d.u64(); err != nil {
+			return 0, err
+		}
+	}
+	typ, err := d.u32()
+	if err != nil {
+		return 0, err
+	}
+	t.Type = TensorType(typ)
+	if t.Type.ElemSize() == 0 {
+		return 0, fmt.Errorf("unsupported type %s", t.Type)
+	}
+	offset, err := d.u64()
+	if err != nil {
+		return 0, err
+	}
+	if offset%uint64(align) != 0 {
+		return 0, fmt.Errorf("offset %d is not a multiple of the alignment %d", offset, align)
+	}
+	return offset, nil
+}
+
+// tensorData points each tensor at its bytes in the data section, which starts at the first
+// aligned offset after the tensor table, and checks that they lie inside the file and that no
+// two tensors overlap.
+func (d *decoder) tensorData(f *File, offsets []uint64, align int) error {
 	dataStart := alignUp(uint64(d.pos), uint64(align))
 	if dataStart > uint64(len(d.b)) {
-		return nil, fmt.Errorf("data section starts at %d, past the end of the file (%d bytes)", dataStart, len(d.b))
+		return fmt.Errorf("data section starts at %d, past the end of the file (%d bytes)", dataStart, len(d.b))
 	}
 	data := d.b[dataStart:]
 	type span struct{ start, end uint64 }
@@ -191,37 +241,24 @@ func (d *decoder) file() (*File, error) {
 		t := &f.Tensors[i]
 		size, ok := byteSize(t.Dims, t.Type)
 		if !ok {
-			return nil, fmt.Errorf("tensor %s: size of %v %s overflows", t.Name, t.Dims, t.Type)
+			return fmt.Errorf("tensor %s: size of %v %s overflows", t.Name, t.Dims, t.Type)
 		}
 		end, carry := bits.Add64(offsets[i], size, 0)
 		if carry != 0 || end > uint64(len(data)) {
-			return nil, fmt.Errorf("tensor %s: bytes %d..%d of the data section run past its end (%d bytes)", t.Name, offsets[i], offsets[i]+size, len(data))
+			return fmt.Errorf("tensor %s: bytes %d..%d of the data section run past its end (%d bytes)", t.Name, offsets[i], offsets[i]+size, len(data))
 		}
 		t.Data = data[offsets[i]:end:end]
 		spans[i] = span{offsets[i], end}
 	}
 	slices.SortFunc(spans, func(a, b span) int {
-		if a.start != b.start {
-			return cmpU64(a.start, b.start)
-		}
-		return cmpU64(a.end, b.end)
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end))
 	})
 	for i := 1; i < len(spans); i++ {
 		if spans[i].start < spans[i-1].end {
-			return nil, fmt.Errorf("tensor data overlaps at data offset %d", spans[i].start)
+			return fmt.Errorf("tensor data overlaps at data offset %d", spans[i].start)
 		}
 	}
-	return f, nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return nil
 }
 
 // byteSize is the number of data bytes of a tensor, and false if that overflows.
