@@ -201,13 +201,33 @@ func (e *engine) drop(qs []*seq, g *gauge) []*seq {
 // step plans one engine step from e.clock, sleeps until it ends and delivers its tokens. It
 // returns false when the server closed.
 func (e *engine) step(timer *time.Timer) bool {
-	c := &e.s.cfg
 	start := e.clock
+	prefill, decoders := e.schedule(start)
+	end := start.Add(e.stepTime(prefill, decoders))
+	e.planTokens(end, decoders)
+	if wait := time.Until(end); wait > 0 {
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-e.s.closed:
+			timer.Stop()
+			return false
+		}
+	}
+	e.clock = end
+	e.s.steps.Add(1)
+	e.deliver()
+	return true
+}
+
+// schedule chooses the requests of the step that starts at start, into e.sched, and the tokens
+// each takes in it (q.chunk). It returns the prompt tokens the step prefills and the number of
+// requests it decodes a token for.
+func (e *engine) schedule(start time.Time) (prefill, decoders int) {
 	budget := e.budget
 	if budget == 0 {
 		budget = math.MaxInt
 	}
-	prefill, decoders := 0, 0
 	e.sched = e.sched[:0]
 	// As vLLM V1's scheduler: running requests first, in order, a decode costing one token of the
 	// budget and a prefill what is left of its prompt, up to the budget.
@@ -230,22 +250,9 @@ func (e *engine) step(timer *time.Timer) bool {
 	for ; h < len(e.waiting) && budget > 0 && (e.maxSeqs == 0 || len(e.running) < e.maxSeqs) &&
 		!e.waiting[h].readyAt.After(start); h++ {
 		q := e.waiting[h]
-		q.state = seqRunning
-		q.p.queue = start.Sub(q.start)
-		if e.s.cache != nil {
-			q.p.cached = e.s.cache.lookup(q.prompt)
-		}
-		e.s.met.addPrompt(len(q.prompt))
-		// The last prompt token is always computed (the cache never holds it), so every admitted
-		// request has a prefill.
-		q.prefillLeft = max(len(q.prompt)-q.p.cached, 1)
-		q.chunk = min(q.prefillLeft, budget)
+		e.admit(q, start, budget)
 		prefill += q.chunk
 		budget -= q.chunk
-		e.running = append(e.running, q)
-		e.sched = append(e.sched, q)
-		e.s.waiting.add(-1)
-		e.s.running.add(1)
 	}
 	if h > 0 {
 		// Shift the queue down rather than reslice its head away, so that it keeps its array.
@@ -253,16 +260,44 @@ func (e *engine) step(timer *time.Timer) bool {
 		clear(e.waiting[n:])
 		e.waiting = e.waiting[:n]
 	}
+	return prefill, decoders
+}
 
+// admit moves the waiting request q into the batch of the step that starts at start, where it
+// takes as much of its prefill as budget allows. The caller removes it from the waiting queue.
+func (e *engine) admit(q *seq, start time.Time, budget int) {
+	q.state = seqRunning
+	q.p.queue = start.Sub(q.start)
+	if e.s.cache != nil {
+		q.p.cached = e.s.cache.lookup(q.prompt)
+	}
+	e.s.met.addPrompt(len(q.prompt))
+	// The last prompt token is always computed (the cache never holds it), so every admitted
+	// request has a prefill.
+	q.prefillLeft = max(len(q.prompt)-q.p.cached, 1)
+	q.chunk = min(q.prefillLeft, budget)
+	e.running = append(e.running, q)
+	e.sched = append(e.sched, q)
+	e.s.waiting.add(-1)
+	e.s.running.add(1)
+}
+
+// stepTime is the length of a step that prefills prefill prompt tokens and decodes one token for
+// each of decoders requests, jittered.
+func (e *engine) stepTime(prefill, decoders int) time.Duration {
+	c := &e.s.cfg
 	d := c.PrefillPerToken * time.Duration(prefill)
 	if decoders > 0 {
 		d += c.DecodePerToken + c.DecodePerSeq*time.Duration(decoders-1)
 	}
-	d = jitter(c.Jitter, e.rng, d)
-	end := start.Add(d)
+	return jitter(c.Jitter, e.rng, d)
+}
 
-	// Plan the step's tokens before it runs, so that a stream can place the rest of a split
-	// token halfway to the next one.
+// planTokens sets the time of the token each request of the step samples, the step ending at
+// end. The tokens are planned before the step runs, so that a stream can place the rest of a
+// split token halfway to the next one.
+func (e *engine) planTokens(end time.Time, decoders int) {
+	c := &e.s.cfg
 	for _, q := range e.sched {
 		q.sample, q.prefilled = true, false
 		if q.prefillLeft > 0 {
@@ -290,19 +325,11 @@ func (e *engine) step(timer *time.Timer) bool {
 			q.wake()
 		}
 	}
+}
 
-	if wait := time.Until(end); wait > 0 {
-		timer.Reset(wait)
-		select {
-		case <-timer.C:
-		case <-e.s.closed:
-			timer.Stop()
-			return false
-		}
-	}
-	e.clock = end
-	e.s.steps.Add(1)
-
+// deliver ends the step that just ran: it caches the prompts whose prefill it ended, wakes the
+// streams whose tokens it produced, and takes the requests it finished out of the batch.
+func (e *engine) deliver() {
 	finished := false
 	for _, q := range e.sched {
 		if q.prefilled && e.s.cache != nil {
@@ -332,7 +359,6 @@ func (e *engine) step(timer *time.Timer) bool {
 		clear(e.running[len(out):])
 		e.running = out
 	}
-	return true
 }
 
 // await blocks until event ev of q may be sent; false when the client left or the server closed
