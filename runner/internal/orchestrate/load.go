@@ -159,14 +159,8 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 		} else if rec.ErrorClass == record.ErrCanceled {
 			return nil // stopped mid-request: the load point is partial, and a resume runs it again
 		}
-		rec.ConfigID, rec.ServerID = c.ID, c.ServerID
-		rec.Seq, rec.Phase, rec.Rep = j.Seq, j.Phase, j.Rep
-		rec.Cache = c.Cache
+		stamp(&rec, c, j)
 		rec.CacheReset = (perRequest && r.Err == nil) || (resetOnce && r.Index == 0)
-		rec.MaxTokens = c.Request.MaxTokens
-		if c.Request.PromptTokens > 0 {
-			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
-		}
 		if r.Err == nil {
 			rec.PromptBuilt = prompts.builtBy(c)
 		}

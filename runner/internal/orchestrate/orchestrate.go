@@ -444,15 +444,10 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 				return ctx.Err()
 			}
 		}
-		rec.ConfigID, rec.ServerID = c.ID, c.ServerID
-		rec.Seq, rec.Phase, rec.Rep = j.Seq, j.Phase, j.Rep
-		rec.Cache, rec.CacheReset = c.Cache, reset && resetOK
+		stamp(&rec, c, j)
+		rec.CacheReset = reset && resetOK
 		if before != nil && rec.Status == record.StatusOK {
 			sc.fill(&rec, before, sc.scrape(ctx))
-		}
-		rec.MaxTokens = c.Request.MaxTokens
-		if c.Request.PromptTokens > 0 {
-			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
 		}
 		if resetOK {
 			rec.PromptBuilt = prompts.builtBy(c)
@@ -711,19 +706,27 @@ func (rs *serverRun) failAll(ctx context.Context, pending iter.Seq[measure.Job],
 			return err
 		}
 		c := rs.g.configs[j.Config]
-		rec := record.Request{
-			ConfigID: c.ID, ServerID: c.ServerID, Seq: j.Seq, Phase: j.Phase, Rep: j.Rep,
-			Start: now, Status: record.StatusFailed, ErrorClass: class, Error: msg,
-			MaxTokens: c.Request.MaxTokens, Cache: c.Cache,
-		}
-		if c.Request.PromptTokens > 0 {
-			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
-		}
+		rec := record.Request{Start: now, Status: record.StatusFailed, ErrorClass: class, Error: msg}
+		stamp(&rec, c, j)
 		if err := rs.recorded(j, RequestNotSent{Config: c, Record: rec}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stamp writes on rec what the run knows of a request besides what was measured: the config
+// and server it belongs to, its place in the server's sequence, and what its config asked for
+// (the cache handling, max_tokens, prompt_tokens). Every row is stamped here, whether it was
+// sent alone, in a load point or not at all, so that all rows of a config say the same.
+func stamp(rec *record.Request, c experiment.Config, j measure.Job) {
+	rec.ConfigID, rec.ServerID = c.ID, c.ServerID
+	rec.Seq, rec.Phase, rec.Rep = j.Seq, j.Phase, j.Rep
+	rec.Cache = c.Cache
+	rec.MaxTokens = c.Request.MaxTokens
+	if c.Request.PromptTokens > 0 {
+		rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
+	}
 }
 
 // bootOutput turns the engine's boot progress, written line by line, into BootOutput events.
