@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/measure"
 	"github.com/onelayerdown/runner/runner/internal/record"
@@ -80,7 +79,8 @@ var errServerGone = errors.New("server exited")
 // exited during the load point, once the requests it did not record are recorded as failed;
 // ctx's error when the run was interrupted (the load point is then partial, and a resume runs
 // it again whole); or an error that stops the run.
-func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *measure.Client, ci, seq0, n int, prompts *promptSet) error {
+func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
+	srv, client, prompts := rs.srv, rs.client, rs.prompts
 	c := rs.g.configs[ci]
 	l := c.Load
 	rs.subs.tell(LoadPointStarted{ServerID: rs.g.serverID, Config: c, Requests: n})

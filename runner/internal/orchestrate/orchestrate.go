@@ -184,12 +184,11 @@ func (g group) pending(o Options) iter.Seq[measure.Job] {
 
 // runServer boots one server, runs its configs' requests, and stops it.
 func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tokens.Tiktoken, out *Outcome) error {
-	subs := subscribers(o.Subscribers)
-	all := experiment.Requests(g.configs)
-	rs := &serverRun{g: g, subs: subs, out: out, left: g.left(o.Done)}
-	npending := sum(rs.left)
+	rs := &serverRun{o: o, g: g, tk: tk, subs: subscribers(o.Subscribers), out: out, left: g.left(o.Done),
+		reset: g.configs[0].Cache == "reset"}
+	all, npending := experiment.Requests(g.configs), sum(rs.left)
 	if npending < all {
-		subs.tell(RequestsSkipped{ServerID: g.serverID, Requests: all - npending})
+		rs.subs.tell(RequestsSkipped{ServerID: g.serverID, Requests: all - npending})
 	}
 	if npending == 0 {
 		return nil
@@ -200,99 +199,171 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		return fmt.Errorf("load points %s are partly recorded: discard their rows before resuming", strings.Join(partial, ", "))
 	}
 	pending := g.pending(o)
-	subs.tell(ServerBooting{Index: gi, Servers: ngroups, ServerID: g.serverID, Server: g.server, Configs: len(g.configs)})
+	rs.subs.tell(ServerBooting{Index: gi, Servers: ngroups, ServerID: g.serverID, Server: g.server, Configs: len(g.configs)})
 
-	var logw io.WriteCloser = nopCloser{io.Discard}
-	logName := ""
-	if o.Logs != nil {
-		var err error
-		if logw, logName, err = o.Logs(g.serverID); err != nil {
-			return err
-		}
+	logw, logName, err := rs.openLog()
+	if err != nil {
+		return err
 	}
 	defer logw.Close()
 	bootStart := time.Now()
-	srv, err := engine.Start(ctx, g.server, engine.StartOptions{
-		Log:        logw,
-		LogName:    logName,
-		Progress:   bootOutput{subs, g.serverID},
-		Executable: o.Executable,
-		StopGrace:  o.StopGrace,
-	})
+	srv, err := rs.boot(ctx, logw, logName)
 	if err != nil {
-		if ctx.Err() != nil {
-			// The boot was a boot all the same, and the folder keeps one row per boot.
-			info := results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine,
-				Model: g.server.Model, Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: "boot interrupted"}
-			if serr := subs.record(BootFailed{Server: info, Configs: len(g.configs), Err: err, Interrupted: true}); serr != nil {
-				subs.tell(ServerNotRecorded{ServerID: g.serverID, Err: serr})
-			}
-			return ctx.Err()
-		}
-		out.BootFailed++
-		info := results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine, Model: g.server.Model,
-			Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: err.Error()}
-		var be *engine.BootError
-		if errors.As(err, &be) && be.ExitCode >= 0 {
-			info.ExitCode = record.Int(be.ExitCode)
-		}
-		if serr := subs.record(BootFailed{Server: info, Configs: len(g.configs), Err: err}); serr != nil {
-			return serr
-		}
-		return rs.failAll(ctx, pending, record.ErrServer, "server failed to boot: "+err.Error())
+		return rs.bootFailed(ctx, err, bootStart, pending)
 	}
-	info := serverInfo(g, srv, bootStart)
+	rs.srv, rs.info = srv, serverInfo(g, srv, bootStart)
 	// The GPUs are sampled while the server runs: from now until it stops or exits (see
 	// startTelemetry), never longer.
 	rs.sampler = startTelemetry(ctx, o, g.serverID, srv)
 	// However the run ends from here on (an error, an interrupt, a panic), the server stops.
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		rs.sampler.Stop()
-		rs.flushSamples()
-		if w := rs.sampler.Warning(); w != "" {
-			info.TelemetryWarning = w
-			subs.tell(TelemetryFailed{ServerID: g.serverID, Warning: w})
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), o.StopTimeout)
-		defer cancel()
-		if err := srv.Stop(sctx); err != nil {
-			subs.tell(StopFailed{ServerID: g.serverID, Err: err})
-		}
-	}
-	defer stop()
-
-	if err := subs.record(ServerReady{Server: info}); err != nil {
+	defer rs.stop()
+	if err := rs.subs.record(ServerReady{Server: rs.info}); err != nil {
 		return err
 	}
-	// end stops the server and records how it ended, once, on every way out from here,
-	// an interrupt included.
-	ended := false
-	var sc *scraper
-	end := func() {
-		if ended {
-			return
-		}
-		ended = true
-		stop()
-		if sc != nil {
-			info.ServerMetrics = sc.note
-		}
-		finishServer(subs, info, srv)
-	}
-	defer end()
+	// The server's end is recorded on every way out from here, an interrupt included.
+	defer rs.end()
 
-	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
-	client := &measure.Client{API: api, HTTP: measure.NewHTTP(), Tiktoken: tk}
-	client.SetOptions(openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true})
-	sc = newScraper(srv.Engine(), api, func(err error) {
-		subs.tell(ServerMetricsFailed{ServerID: g.serverID, Err: err})
+	rs.connect(ctx)
+	if msg := rs.resetUnavailable(); msg != "" {
+		return rs.unusable(ctx, pending, msg)
+	}
+	if err := rs.buildPrompts(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return rs.unusable(ctx, pending, "prepare prompts: "+err.Error())
+	}
+	if npending < all {
+		// A resumed folder already holds this server's first request and warm-ups, measured
+		// on the server of the earlier run. The new server is cold: warm it the same way
+		// before it is measured, without recording what it answers.
+		if err := rs.rewarm(ctx); err != nil {
+			return err
+		}
+	}
+	return rs.send(ctx, pending)
+}
+
+// serverRun is the state of one server config's part of a run.
+type serverRun struct {
+	o     Options
+	g     group
+	tk    *tokens.Tiktoken
+	subs  subscribers
+	out   *Outcome
+	left  []int // per config of g, its requests not recorded yet
+	reset bool  // every request gets an emptied prefix cache (cache: reset)
+
+	// Set once the server is up.
+	srv     *engine.Server
+	info    results.ServerInfo // the server's row, as its end records it
+	sampler *telemetry.Sampler // nil without a GPU to sample
+	stopped bool               // stop has run
+	ended   bool               // end has run
+
+	// Set once the run has connected to the server.
+	api     *openai.Client
+	client  *measure.Client // measures the requests
+	sc      *scraper        // the server's /metrics; nil until the server is ready
+	prompts *promptSet
+}
+
+// openLog opens where the server's output goes, and the name messages call it by; without
+// Options.Logs the output is discarded.
+func (rs *serverRun) openLog() (io.WriteCloser, string, error) {
+	if rs.o.Logs == nil {
+		return nopCloser{io.Discard}, "", nil
+	}
+	return rs.o.Logs(rs.g.serverID)
+}
+
+// boot starts the server config's engine, or connects to the server already running when its
+// engine boots nothing (engine: endpoint). The engine's progress goes to the subscribers as
+// BootOutput events.
+func (rs *serverRun) boot(ctx context.Context, logw io.Writer, logName string) (*engine.Server, error) {
+	return engine.Start(ctx, rs.g.server, engine.StartOptions{
+		Log:        logw,
+		LogName:    logName,
+		Progress:   bootOutput{rs.subs, rs.g.serverID},
+		Executable: rs.o.Executable,
+		StopGrace:  rs.o.StopGrace,
 	})
-	rs.sc = sc
+}
+
+// bootFailed records a boot that failed with err: the server's row with the error, then every
+// pending request as failed, and the run goes on with the next server. An interrupted boot is
+// recorded too, but its requests are left for a resume to send, and the run stops with ctx's
+// error.
+func (rs *serverRun) bootFailed(ctx context.Context, err error, bootStart time.Time, pending iter.Seq[measure.Job]) error {
+	g := rs.g
+	if ctx.Err() != nil {
+		// The boot was a boot all the same, and the folder keeps one row per boot.
+		info := results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine,
+			Model: g.server.Model, Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: "boot interrupted"}
+		if serr := rs.subs.record(BootFailed{Server: info, Configs: len(g.configs), Err: err, Interrupted: true}); serr != nil {
+			rs.subs.tell(ServerNotRecorded{ServerID: g.serverID, Err: serr})
+		}
+		return ctx.Err()
+	}
+	rs.out.BootFailed++
+	info := results.ServerInfo{ServerID: g.serverID, Engine: g.server.Engine, Model: g.server.Model,
+		Argv: engine.BootArgv(err), BootStart: bootStart.UTC(), Error: err.Error()}
+	var be *engine.BootError
+	if errors.As(err, &be) && be.ExitCode >= 0 {
+		info.ExitCode = record.Int(be.ExitCode)
+	}
+	if serr := rs.subs.record(BootFailed{Server: info, Configs: len(g.configs), Err: err}); serr != nil {
+		return serr
+	}
+	return rs.failAll(ctx, pending, record.ErrServer, "server failed to boot: "+err.Error())
+}
+
+// stop stops the server, once: first the GPU sampler, whose last samples are handed on and
+// whose warning goes into the server's row, then the server itself, within
+// Options.StopTimeout.
+func (rs *serverRun) stop() {
+	if rs.stopped {
+		return
+	}
+	rs.stopped = true
+	rs.sampler.Stop()
+	rs.flushSamples()
+	if w := rs.sampler.Warning(); w != "" {
+		rs.info.TelemetryWarning = w
+		rs.subs.tell(TelemetryFailed{ServerID: rs.g.serverID, Warning: w})
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), rs.o.StopTimeout)
+	defer cancel()
+	if err := rs.srv.Stop(sctx); err != nil {
+		rs.subs.tell(StopFailed{ServerID: rs.g.serverID, Err: err})
+	}
+}
+
+// end stops the server and records how it ended, once.
+func (rs *serverRun) end() {
+	if rs.ended {
+		return
+	}
+	rs.ended = true
+	rs.stop()
+	if rs.sc != nil {
+		rs.info.ServerMetrics = rs.sc.note
+	}
+	finishServer(rs.subs, rs.info, rs.srv)
+}
+
+// connect makes what talks to the ready server: the client that measures the requests, which
+// counts their output with the server's /tokenize where it has one, and the scraper of its
+// /metrics.
+func (rs *serverRun) connect(ctx context.Context) {
+	srv := rs.srv
+	api := &openai.Client{BaseURL: srv.BaseURL(), APIKey: srv.APIKey()}
+	client := &measure.Client{API: api, HTTP: measure.NewHTTP(), Tiktoken: rs.tk}
+	client.SetOptions(openai.Options{IncludeUsage: true, ContinuousUsage: true, ReturnTokenIDs: true})
+	rs.api, rs.client = api, client
+	rs.sc = newScraper(srv.Engine(), api, func(err error) {
+		rs.subs.tell(ServerMetricsFailed{ServerID: rs.g.serverID, Err: err})
+	})
 	if serverTokenizes(ctx, api, srv.Model()) {
 		// A request's output is counted over the measuring client's connections: its own,
 		// idle once the stream has ended. On the side endpoints' client, which keeps two idle
@@ -305,47 +376,49 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 			return r.Count, err
 		}
 	}
+}
 
-	// Cache handling is an explicit choice: a reset that the server cannot do is an error of
-	// the experiment, not something to skip quietly.
-	reset := g.configs[0].Cache == "reset"
-	if reset && !srv.CanResetCache() {
-		msg := fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", g.server.Engine)
-		subs.tell(ServerUnusable{ServerID: g.serverID, Reason: msg})
-		err := rs.failAll(ctx, pending, record.ErrServer, msg)
-		end()
-		return err
+// resetUnavailable returns why the server cannot empty its cache before every request as its
+// configs ask, or "" when it can or they do not ask. Cache handling is an explicit choice: a
+// reset that the server cannot do is an error of the experiment, not something to skip
+// quietly.
+func (rs *serverRun) resetUnavailable() string {
+	if !rs.reset || rs.srv.CanResetCache() {
+		return ""
 	}
+	return fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", rs.g.server.Engine)
+}
 
-	lengths := promptLengths(g)
+// unusable records every pending request as failed with msg, which says why the server,
+// though up, cannot serve them.
+func (rs *serverRun) unusable(ctx context.Context, pending iter.Seq[measure.Job], msg string) error {
+	rs.subs.tell(ServerUnusable{ServerID: rs.g.serverID, Reason: msg})
+	return rs.failAll(ctx, pending, record.ErrServer, msg)
+}
+
+// buildPrompts prepares the prompts of the server's configs (preparePrompts), telling the
+// subscribers when there are lengths to build and how long it took.
+func (rs *serverRun) buildPrompts(ctx context.Context) error {
+	lengths := promptLengths(rs.g)
 	if lengths > 0 {
-		subs.tell(PreparingPrompts{ServerID: g.serverID, Lengths: lengths, Calibrated: client.Tokenize == nil})
+		rs.subs.tell(PreparingPrompts{ServerID: rs.g.serverID, Lengths: lengths, Calibrated: rs.client.Tokenize == nil})
 	}
 	preparing := time.Now()
-	prompts, err := preparePrompts(ctx, g, api, srv.Model(), tk, client.Tokenize != nil)
-	if err == nil && lengths > 0 {
-		subs.tell(PromptsPrepared{ServerID: g.serverID, Took: time.Since(preparing)})
-	}
+	prompts, err := preparePrompts(ctx, rs.g, rs.api, rs.srv.Model(), rs.tk, rs.client.Tokenize != nil)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		msg := "prepare prompts: " + err.Error()
-		subs.tell(ServerUnusable{ServerID: g.serverID, Reason: msg})
-		err := rs.failAll(ctx, pending, record.ErrServer, msg)
-		end()
 		return err
 	}
-
-	if npending < all {
-		// A resumed folder already holds this server's first request and warm-ups, measured
-		// on the server of the earlier run. The new server is cold: warm it the same way
-		// before it is measured, without recording what it answers.
-		if err := rewarm(ctx, o, g, srv, client, prompts, reset); err != nil {
-			return err
-		}
+	if lengths > 0 {
+		rs.subs.tell(PromptsPrepared{ServerID: rs.g.serverID, Took: time.Since(preparing)})
 	}
+	rs.prompts = prompts
+	return nil
+}
 
+// send sends the server's pending requests in order, each alone or a load point at a time,
+// and records them. Once the server has exited, the requests left are recorded as failed with
+// the reason.
+func (rs *serverRun) send(ctx context.Context, pending iter.Seq[measure.Job]) error {
 	next, stopJobs := iter.Pull(pending)
 	defer stopJobs()
 	// from returns j and every job after it, for recording the rest as failed.
@@ -374,102 +447,137 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 	for {
 		j, ok := next()
 		if !ok {
-			break
+			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if srv.Exited() {
-			if err := rs.serverExited(ctx, srv, from(j)); err != nil {
-				return err
-			}
-			break
+		if rs.srv.Exited() {
+			return rs.serverExited(ctx, from(j))
 		}
-		c := g.configs[j.Config]
+		c := rs.g.configs[j.Config]
 		if c.Load != nil && j.Phase != record.PhaseFirst {
 			// A load point: this job and the rest of its config's, sent as one block.
 			n := configRequests(c)
 			for range n - 1 {
 				next()
 			}
-			err := rs.loadPoint(ctx, srv, client, j.Config, j.Seq, n, prompts)
+			err := rs.loadPoint(ctx, j.Config, j.Seq, n)
 			if errors.Is(err, errServerGone) {
-				if err := rs.failAll(ctx, rest, record.ErrServer, "server exited: "+errString(srv.Err())); err != nil {
-					return err
-				}
-				break
+				return rs.failAll(ctx, rest, record.ErrServer, "server exited: "+errString(rs.srv.Err()))
 			}
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		rec := record.Request{}
-		resetOK := true
-		if reset {
-			if err := srv.ResetCache(ctx); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if goingDown(ctx, srv) {
-					if err := rs.serverExited(ctx, srv, from(j)); err != nil {
-						return err
-					}
-					break
-				}
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
-					Error: "reset the prefix cache: " + err.Error(), Start: time.Now().UTC()}
-				resetOK = false
-			}
-		}
-		var before *openai.Metrics
-		if resetOK {
-			// Scraped before the request is prepared, so that t0 follows it closely, and
-			// after the reset, which may itself read /metrics.
-			before = sc.scrape(ctx)
-			p := params(c, srv.Model(), prompts)
-			if reset {
-				p = withResetFields(p, srv.CacheResetFields())
-			}
-			spec := measure.Spec{Params: p, Timeout: c.Timeouts.Request}
-			rec, err = client.Do(ctx, spec)
-			if err != nil {
-				return err
-			}
-			if rec.ErrorClass == record.ErrCanceled {
-				// The run was stopped mid-request: nothing to keep; a resume sends it again.
-				return ctx.Err()
-			}
-		}
-		stamp(&rec, c, j)
-		rec.CacheReset = reset && resetOK
-		if before != nil && rec.Status == record.StatusOK {
-			sc.fill(&rec, before, sc.scrape(ctx))
-		}
-		if resetOK {
-			rec.PromptBuilt = prompts.builtBy(c)
-		}
-		if err := rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
+		if err := rs.request(ctx, j); errors.Is(err, errServerGone) {
+			return rs.serverExited(ctx, from(j))
+		} else if err != nil {
 			return err
 		}
-		if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) {
-			// A broken connection may be the server dying: if it is, the next turn of the
-			// loop sees its exit and fails the rest of its requests with the reason.
-			goingDown(ctx, srv)
+	}
+}
+
+// request sends job j alone, after emptying the server's cache when its configs ask for it,
+// and records it. It returns errServerGone, with j not recorded, when the reset failed because
+// the server is exiting.
+func (rs *serverRun) request(ctx context.Context, j measure.Job) error {
+	c, srv := rs.g.configs[j.Config], rs.srv
+	rec := record.Request{}
+	resetOK := true
+	if rs.reset {
+		if err := srv.ResetCache(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if goingDown(ctx, srv) {
+				return errServerGone
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
+				Error: "reset the prefix cache: " + err.Error(), Start: time.Now().UTC()}
+			resetOK = false
 		}
 	}
-	end()
+	var before *openai.Metrics
+	if resetOK {
+		// Scraped before the request is prepared, so that t0 follows it closely, and
+		// after the reset, which may itself read /metrics.
+		before = rs.sc.scrape(ctx)
+		var err error
+		if rec, err = rs.client.Do(ctx, rs.spec(c)); err != nil {
+			return err
+		}
+		if rec.ErrorClass == record.ErrCanceled {
+			// The run was stopped mid-request: nothing to keep; a resume sends it again.
+			return ctx.Err()
+		}
+	}
+	stamp(&rec, c, j)
+	rec.CacheReset = rs.reset && resetOK
+	if before != nil && rec.Status == record.StatusOK {
+		rs.sc.fill(&rec, before, rs.sc.scrape(ctx))
+	}
+	if resetOK {
+		rec.PromptBuilt = rs.prompts.builtBy(c)
+	}
+	if err := rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
+		return err
+	}
+	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) {
+		// A broken connection may be the server dying: if it is, the next turn of the
+		// loop sees its exit and fails the rest of its requests with the reason.
+		goingDown(ctx, srv)
+	}
 	return nil
+}
+
+// spec returns what the client sends for a request of config c sent alone.
+func (rs *serverRun) spec(c experiment.Config) measure.Spec {
+	p := params(c, rs.srv.Model(), rs.prompts)
+	if rs.reset {
+		p = withResetFields(p, rs.srv.CacheResetFields())
+	}
+	return measure.Spec{Params: p, Timeout: c.Timeouts.Request}
 }
 
 // rewarm sends a resumed server what a fresh one gets before its measured requests: one
 // request after boot and each pending config's warm-up requests (those with measured requests
 // still to send). Their answers are not recorded: the folder already has these rows from the
 // earlier run. A failure here is left to the measured requests to show.
-func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client *measure.Client, prompts *promptSet, reset bool) error {
+func (rs *serverRun) rewarm(ctx context.Context) error {
+	warm := rs.warmAgain()
+	if len(warm) == 0 {
+		return nil
+	}
+	rs.subs.tell(Rewarming{ServerID: rs.g.serverID, Requests: len(warm)})
+	for _, j := range warm {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if rs.reset {
+			if err := rs.srv.ResetCache(ctx); err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		rec, err := rs.client.Do(ctx, rs.spec(rs.g.configs[j.Config]))
+		if err != nil {
+			return err
+		}
+		if rec.ErrorClass == record.ErrCanceled {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// warmAgain returns the requests that rewarm sends: those of the server's first request and
+// warm-ups that the folder already holds, and that a measured request still to send follows.
+func (rs *serverRun) warmAgain() []measure.Job {
+	g, o := rs.g, rs.o
 	var warm []measure.Job // at most the first request and the warm-ups: bounded by validation
 	if g.underLoad() {
 		// Every load point has its warm-ups in its own block: only the first request
@@ -498,33 +606,7 @@ func rewarm(ctx context.Context, o Options, g group, srv *engine.Server, client 
 			warm = append(warm, j)
 		}
 	}
-	if len(warm) == 0 {
-		return nil
-	}
-	subscribers(o.Subscribers).tell(Rewarming{ServerID: g.serverID, Requests: len(warm)})
-	for _, j := range warm {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		c := g.configs[j.Config]
-		if reset {
-			if err := srv.ResetCache(ctx); err != nil && ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
-		p := params(c, srv.Model(), prompts)
-		if reset {
-			p = withResetFields(p, srv.CacheResetFields())
-		}
-		rec, err := client.Do(ctx, measure.Spec{Params: p, Timeout: c.Timeouts.Request})
-		if err != nil {
-			return err
-		}
-		if rec.ErrorClass == record.ErrCanceled {
-			return ctx.Err()
-		}
-	}
-	return nil
+	return warm
 }
 
 // exitWait bounds how long goingDown waits for a server that does not answer to exit. A
@@ -623,16 +705,6 @@ func serverInfo(g group, srv *engine.Server, bootStart time.Time) results.Server
 	}
 }
 
-// serverRun is the state of one server config's part of a run.
-type serverRun struct {
-	g       group
-	subs    subscribers
-	out     *Outcome
-	left    []int              // per config of g, its requests not recorded yet
-	sampler *telemetry.Sampler // nil without a GPU to sample
-	sc      *scraper           // the server's /metrics; nil until the server is ready
-}
-
 // startTelemetry starts sampling the GPUs for a server the run booted, in the server's own
 // process group, so that whatever ends the group (Stop, or the guard when the runner dies)
 // ends the sampler too; and it stops the sampler as soon as the server exits on its own. A
@@ -692,9 +764,9 @@ func (rs *serverRun) recorded(j measure.Job, e Event) error {
 
 // serverExited records the rest of a server's requests as failed because the server exited
 // while serving, and tells the subscribers how it ended.
-func (rs *serverRun) serverExited(ctx context.Context, srv *engine.Server, rest iter.Seq[measure.Job]) error {
-	rs.subs.tell(ServerExited{ServerID: rs.g.serverID, Engine: rs.g.server.Engine, Err: srv.Err()})
-	return rs.failAll(ctx, rest, record.ErrServer, "server exited: "+errString(srv.Err()))
+func (rs *serverRun) serverExited(ctx context.Context, rest iter.Seq[measure.Job]) error {
+	rs.subs.tell(ServerExited{ServerID: rs.g.serverID, Engine: rs.g.server.Engine, Err: rs.srv.Err()})
+	return rs.failAll(ctx, rest, record.ErrServer, "server exited: "+errString(rs.srv.Err()))
 }
 
 // failAll records every pending request as failed with the same reason. An interrupt stops it
