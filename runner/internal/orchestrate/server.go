@@ -20,7 +20,10 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/tokens"
 )
 
-// runServer boots one server, runs its configs' requests, and stops it.
+// runServer boots one server, runs its configs' requests, and stops it: it boots the server or
+// connects to it (boot; bootFailed records a boot that failed), makes the clients that talk to
+// it and its prompts (connect, buildPrompts), sends the requests the folder does not hold yet
+// (send), and on every way out stops the server and records how it ended (end).
 func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tokens.Tiktoken, out *Outcome) error {
 	rs := &serverRun{o: o, g: g, tk: tk, subs: subscribers(o.Subscribers), out: out, left: g.left(o.Done),
 		reset: g.configs[0].Cache == "reset"}
