@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/measure"
+	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
@@ -80,31 +80,12 @@ var errServerGone = errors.New("server exited")
 // exited during the load point, once the requests it did not record are recorded as failed;
 // ctx's error when the run was interrupted (the load point is then partial, and a resume runs
 // it again whole); or an error that stops the run.
-func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *measure.Client, ci, seq0, n int, prompts *promptSet) error {
-	c := rs.g.configs[ci]
-	l := c.Load
+func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
+	srv, c := rs.srv, rs.g.configs[ci]
 	rs.subs.tell(LoadPointStarted{ServerID: rs.g.serverID, Config: c, Requests: n})
-	job := func(i int) measure.Job {
-		j := measure.Job{Config: ci, Seq: seq0 + i, Phase: record.PhaseMeasure, Rep: i - c.Warmup}
-		if i < c.Warmup {
-			j.Phase, j.Rep = record.PhaseWarmup, i
-		}
-		return j
-	}
-	recorded := make([]bool, n)
-	rest := func(class record.ErrorClass, msg string) error {
-		return rs.failAll(ctx, func(yield func(measure.Job) bool) {
-			for i, ok := range recorded {
-				if !ok && !yield(job(i)) {
-					return
-				}
-			}
-		}, class, msg)
-	}
-
-	perRequest := c.Cache == "reset"
-	resetOnce := c.Cache == "reset_per_config"
-	if resetOnce {
+	lr := &loadRun{rs: rs, c: c, ci: ci, seq0: seq0, recorded: make([]bool, n),
+		perRequest: c.Cache == "reset", resetOnce: c.Cache == "reset_per_config"}
+	if lr.resetOnce {
 		if err := srv.ResetCache(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -113,7 +94,7 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 				return errServerGone
 			}
 			// A load point measured on a cache that was not emptied is not the one asked for.
-			return rest(record.ErrCacheReset, "reset the prefix cache before the load point: "+err.Error())
+			return lr.rest(ctx, record.ErrCacheReset, "reset the prefix cache before the load point: "+err.Error())
 		}
 	}
 	// The server's metrics are scraped around the whole load point, after its reset (which
@@ -121,73 +102,21 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 	// the two scrapes.
 	before := rs.sc.scrape(ctx)
 	beforeAt := time.Now()
-	var clientTTFT time.Duration
-	withTTFT := 0
-	distinct := distinctPrompts(c)
+	lr.distinct = distinctPrompts(c)
 	// The body's parameters are the same for every request of the load point but the prompt
 	// of a distinct one: built once here, copied for each request (its maps are only read).
-	base := params(c, srv.Model(), prompts)
-	if perRequest || resetOnce {
-		base = withResetFields(base, srv.CacheResetFields())
+	lr.base = params(c, srv.Model(), rs.prompts)
+	if lr.perRequest || lr.resetOnce {
+		lr.base = withResetFields(lr.base, srv.CacheResetFields())
 	}
-	tail := prompts.prompt(keyOf(c)) // the prompt after a distinct prefix
-	prepare := func(ctx context.Context, i int) (measure.Spec, error) {
-		if perRequest {
-			if err := srv.ResetCache(ctx); err != nil {
-				return measure.Spec{}, resetError{err}
-			}
-		}
-		p := base
-		if distinct {
-			p.Prompt = prompts.prefix(c, i) + " " + tail
-		}
-		return measure.Spec{Params: p, Timeout: c.Timeouts.Request}, nil
-	}
-	done := func(r measure.LoadResult) error {
-		j := job(r.Index)
-		rec := r.Record
-		if r.Err != nil {
-			var re resetError
-			if !errors.As(r.Err, &re) || ctx.Err() != nil {
-				return nil // not sent: the run was interrupted
-			}
-			if goingDown(ctx, srv) {
-				return errServerGone
-			}
-			rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
-				Error: "reset the prefix cache: " + re.err.Error(), Start: time.Now().UTC(), InFlight: 0}
-		} else if rec.ErrorClass == record.ErrCanceled {
-			return nil // stopped mid-request: the load point is partial, and a resume runs it again
-		}
-		rec.ConfigID, rec.ServerID = c.ID, c.ServerID
-		rec.Seq, rec.Phase, rec.Rep = j.Seq, j.Phase, j.Rep
-		rec.Cache = c.Cache
-		rec.CacheReset = (perRequest && r.Err == nil) || (resetOnce && r.Index == 0)
-		rec.MaxTokens = c.Request.MaxTokens
-		if c.Request.PromptTokens > 0 {
-			rec.PromptTokensRequested = record.Int(c.Request.PromptTokens)
-		}
-		if r.Err == nil {
-			rec.PromptBuilt = prompts.builtBy(c)
-		}
-		if err := rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
-			return err
-		}
-		recorded[r.Index] = true
-		if rec.TTFT != nil {
-			clientTTFT += *rec.TTFT
-			withTTFT++
-		}
-		if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && goingDown(ctx, srv) {
-			return errServerGone
-		}
-		return nil
-	}
-	err := measure.RunLoad(ctx, client, measureLoad(l), n, prepare, done)
+	lr.tail = rs.prompts.prompt(keyOf(c))
+	err := measure.RunLoad(ctx, rs.client, measureLoad(c.Load), n, lr.prepare, func(r measure.LoadResult) error {
+		return lr.done(ctx, r)
+	})
 	switch {
 	case errors.Is(err, errServerGone):
 		rs.subs.tell(ServerExited{ServerID: rs.g.serverID, Engine: rs.g.server.Engine, Err: srv.Err()})
-		if ferr := rest(record.ErrServer, "server exited: "+errString(srv.Err())); ferr != nil {
+		if ferr := lr.rest(ctx, record.ErrServer, "server exited: "+errString(srv.Err())); ferr != nil {
 			return ferr
 		}
 		return errServerGone
@@ -197,15 +126,119 @@ func (rs *serverRun) loadPoint(ctx context.Context, srv *engine.Server, client *
 		return ctx.Err()
 	}
 	if before != nil {
-		if after := rs.sc.scrape(ctx); after != nil {
-			row := results.LoadServerRow{ConfigID: c.ID, ServerID: c.ServerID, Before: beforeAt.UTC(), After: time.Now().UTC(),
-				LoadServer: rs.sc.loadPoint(before, after, clientTTFT, withTTFT)}
-			if err := rs.subs.record(LoadPointScraped{ServerID: rs.g.serverID, Config: c, Server: row}); err != nil {
-				return fmt.Errorf("record the server's figures of load point %s: %w", c.ID, err)
-			}
+		if err := lr.recordServer(ctx, before, beforeAt); err != nil {
+			return err
 		}
 	}
 	return ctx.Err()
+}
+
+// loadRun is the state of one load point while its requests run.
+type loadRun struct {
+	rs       *serverRun
+	c        experiment.Config
+	ci, seq0 int    // the config's index in the group, and the sequence number of its first request
+	recorded []bool // by request: recorded already
+
+	perRequest bool          // the cache is emptied before every request (cache: reset)
+	resetOnce  bool          // the cache is emptied before the load point (cache: reset_per_config)
+	distinct   bool          // every request's prompt gets a prefix of its own (distinctPrompts)
+	base       openai.Params // every request's body, but a distinct prompt
+	tail       string        // the prompt after a distinct prefix
+
+	clientTTFT time.Duration // the sum of the client TTFTs of the requests recorded with one
+	withTTFT   int           // how many they are
+}
+
+// job returns the job of the load point's request i: its warm-ups come first.
+func (lr *loadRun) job(i int) measure.Job {
+	j := measure.Job{Config: lr.ci, Seq: lr.seq0 + i, Phase: record.PhaseMeasure, Rep: i - lr.c.Warmup}
+	if i < lr.c.Warmup {
+		j.Phase, j.Rep = record.PhaseWarmup, i
+	}
+	return j
+}
+
+// rest records the load point's requests not recorded yet as failed with the same reason.
+func (lr *loadRun) rest(ctx context.Context, class record.ErrorClass, msg string) error {
+	return lr.rs.failAll(ctx, func(yield func(measure.Job) bool) {
+		for i, ok := range lr.recorded {
+			if !ok && !yield(lr.job(i)) {
+				return
+			}
+		}
+	}, class, msg)
+}
+
+// prepare returns request i's spec, after emptying the cache when every request gets an empty
+// one (measure.RunLoad's prepare).
+func (lr *loadRun) prepare(ctx context.Context, i int) (measure.Spec, error) {
+	if lr.perRequest {
+		if err := lr.rs.srv.ResetCache(ctx); err != nil {
+			return measure.Spec{}, resetError{err}
+		}
+	}
+	p := lr.base
+	if lr.distinct {
+		p.Prompt = lr.rs.prompts.prefix(lr.c, i) + " " + lr.tail
+	}
+	return measure.Spec{Params: p, Timeout: lr.c.Timeouts.Request}, nil
+}
+
+// done records a request of the load point as it completes (measure.RunLoad's done). A request
+// that the run's interrupt kept from being sent or stopped midway is not recorded: the load
+// point is then partial, and a resume runs it again whole. It returns errServerGone when the
+// request's failure shows that the server exited.
+func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
+	c, srv := lr.c, lr.rs.srv
+	j := lr.job(r.Index)
+	rec := r.Record
+	if r.Err != nil {
+		var re resetError
+		if !errors.As(r.Err, &re) || ctx.Err() != nil {
+			return nil // not sent: the run was interrupted
+		}
+		if goingDown(ctx, srv) {
+			return errServerGone
+		}
+		rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
+			Error: "reset the prefix cache: " + re.err.Error(), Start: time.Now().UTC(), InFlight: 0}
+	} else if rec.ErrorClass == record.ErrCanceled {
+		return nil // stopped mid-request: the load point is partial, and a resume runs it again
+	}
+	stamp(&rec, c, j)
+	rec.CacheReset = (lr.perRequest && r.Err == nil) || (lr.resetOnce && r.Index == 0)
+	if r.Err == nil {
+		rec.PromptBuilt = lr.rs.prompts.builtBy(c)
+	}
+	if err := lr.rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
+		return err
+	}
+	lr.recorded[r.Index] = true
+	if rec.TTFT != nil {
+		lr.clientTTFT += *rec.TTFT
+		lr.withTTFT++
+	}
+	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && goingDown(ctx, srv) {
+		return errServerGone
+	}
+	return nil
+}
+
+// recordServer scrapes the server's metrics after the load point and records what they say
+// of it, from before (scraped at beforeAt) to now. A failed scrape records nothing.
+func (lr *loadRun) recordServer(ctx context.Context, before *openai.Metrics, beforeAt time.Time) error {
+	rs, c := lr.rs, lr.c
+	after := rs.sc.scrape(ctx)
+	if after == nil {
+		return nil
+	}
+	row := results.LoadServerRow{ConfigID: c.ID, ServerID: c.ServerID, Before: beforeAt.UTC(), After: time.Now().UTC(),
+		LoadServer: rs.sc.loadPoint(before, after, lr.clientTTFT, lr.withTTFT)}
+	if err := rs.subs.record(LoadPointScraped{ServerID: rs.g.serverID, Config: c, Server: row}); err != nil {
+		return fmt.Errorf("record the server's figures of load point %s: %w", c.ID, err)
+	}
+	return nil
 }
 
 // resetError is a cache reset that failed before a request of a load point.
