@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,7 +72,7 @@ type Server struct {
 	argv      []string // as launched, redacted
 	env       []string // the variables set for the server, redacted, sorted
 	serverEnv []string // the server's whole environment
-	client    *http.Client
+	api       *openai.Client
 	log       *serverLog
 	progress  io.Writer
 	grace     time.Duration
@@ -259,7 +258,8 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		done:     make(chan struct{}),
 		// Redirects are not followed: a readiness probe that followed one to a login page
 		// would call ready a server that is not, and a measured request would time two.
-		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: false}, CheckRedirect: openai.NoRedirect},
+		api: &openai.Client{BaseURL: l.BaseURL, APIKey: l.APIKey,
+			HTTP: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: false}, CheckRedirect: openai.NoRedirect}},
 	}
 	extra := mergeEnv(nil, l.Env, srv.Env)
 	s.red = redact.New(append(append(append(l.Secrets, l.APIKey), redact.EnvSecrets(l.Env)...),
@@ -435,7 +435,7 @@ func (s *Server) finishBoot(ctx context.Context) error {
 			}
 			continue
 		}
-		s.version = parseVersion(b)
+		s.version = openai.ParseVersion(b)
 		break
 	}
 	if s.launch.Reset != nil || s.launch.ResetPath != "" {
@@ -472,7 +472,7 @@ func (s *Server) hook() *Hook {
 	}
 	return &Hook{
 		Engine: s.engine, BaseURL: s.baseURL, Model: s.model, Env: env, Dir: s.dir,
-		client: s.client, apiKey: s.launch.APIKey, log: s.log, progress: s.progress,
+		api: s.api, log: s.log, progress: s.progress,
 	}
 }
 
@@ -484,7 +484,7 @@ func (s *Server) modelFromList(ctx context.Context, h *Hook) string {
 		s.log.note("model list unavailable, using %q: %v", s.model, err)
 		return s.model
 	}
-	ids := parseModelIDs(b)
+	ids := modelIDs(b)
 	for _, id := range ids {
 		if id == s.model {
 			return id
@@ -499,37 +499,20 @@ func (s *Server) modelFromList(ctx context.Context, h *Hook) string {
 	return s.model
 }
 
-// parseModelIDs reads the ids of an OpenAI model list; nil when b is not one.
-func parseModelIDs(b []byte) []string {
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(b, &list) != nil {
+// modelIDs reads the ids of an OpenAI model list, those that are empty left out; nil when b
+// is not one.
+func modelIDs(b []byte) []string {
+	models, err := openai.ParseModels(b)
+	if err != nil {
 		return nil
 	}
 	var ids []string
-	for _, d := range list.Data {
-		if d.ID != "" {
-			ids = append(ids, d.ID)
+	for _, m := range models {
+		if m.ID != "" {
+			ids = append(ids, m.ID)
 		}
 	}
 	return ids
-}
-
-// parseVersion reads an engine version from a JSON object's "version" or "build_info" string.
-func parseVersion(b []byte) string {
-	var v map[string]any
-	if json.Unmarshal(b, &v) != nil {
-		return ""
-	}
-	for _, k := range []string{"version", "build_info"} {
-		if s, ok := v[k].(string); ok && s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // waitReady polls each readiness path in turn until it answers 200, the process exits, the
@@ -554,7 +537,7 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 		// A request near the deadline still gets a moment, so that the last answer says
 		// something about the server rather than about the clock.
 		timeout := min(5*time.Second, max(time.Until(deadline), 500*time.Millisecond))
-		status, location, err := s.get(ctx, url, timeout)
+		status, location, err := s.probe(ctx, path, timeout)
 		if err == nil && status == http.StatusOK {
 			return nil
 		}
@@ -574,7 +557,7 @@ func (s *Server) poll(ctx context.Context, path string, deadline time.Time) erro
 		case status/100 == 3:
 			// A redirect does not go away by waiting, and the runner follows none.
 			return &bootFailure{
-				reason: fmt.Sprintf("GET %s answered %d %s, a redirect to %s", path, status, http.StatusText(status), orNone(location)),
+				reason: fmt.Sprintf("GET %s answered %d %s, a redirect to %s", path, status, http.StatusText(status), openai.RedirectTarget(location)),
 				hint:   "the runner follows no redirects (they would add a hop to every measured request): point server.url at the address the server answers on",
 			}
 		default:
@@ -622,29 +605,15 @@ func (s *Server) exited() <-chan struct{} {
 	return s.done
 }
 
-// get sends one readiness request and returns its status and, for a redirect, where it points
-// (see openai.Location). The body is read (up to 1 MiB) only so that the connection can be
-// reused.
-func (s *Server) get(ctx context.Context, url string, timeout time.Duration) (int, string, error) {
+// probe sends one readiness request, given timeout to answer, and returns its status and, for
+// a redirect, where it points (see openai.Location).
+func (s *Server) probe(ctx context.Context, path string, timeout time.Duration) (int, string, error) {
 	if timeout <= 0 {
 		timeout = time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if s.launch.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+s.launch.APIKey)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	return resp.StatusCode, openai.Location(resp), nil
+	return s.api.Probe(ctx, path)
 }
 
 // describeGetError shortens a failed readiness request to what matters.
@@ -681,7 +650,7 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 func (s *Server) stop(ctx context.Context) error {
-	defer s.client.CloseIdleConnections()
+	defer s.api.CloseIdleConnections()
 	defer s.cleanupDir()
 	s.stopping.Store(true)
 	if s.cmd == nil {
