@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -90,4 +91,53 @@ func sglangReset(ctx context.Context, h *Hook) error {
 		case <-t.C:
 		}
 	}
+}
+
+// CanResetCache reports whether the server offers a prefix cache reset (it answered the reset
+// request Start sent once the server was ready).
+func (s *Server) CanResetCache() bool { return s.canReset }
+
+// CacheResetMechanism says how ResetCache empties the cache, e.g. "POST /reset_prefix_cache",
+// or, for llama-server, that every request asks not to reuse it; "" when the server offers no
+// reset.
+func (s *Server) CacheResetMechanism() string {
+	switch {
+	case !s.canReset:
+		return ""
+	case s.launch.ResetMechanism != "":
+		return s.launch.ResetMechanism
+	case s.launch.ResetPath != "":
+		return "POST " + s.launch.ResetPath
+	}
+	return "engine-specific reset"
+}
+
+// CacheResetFields returns the request body fields that, with cache: reset, every measured
+// request must carry so that the server does not reuse its cache (llama-server:
+// {"cache_prompt": false}); nil when the reset needs none or the server offers no reset.
+func (s *Server) CacheResetFields() map[string]any {
+	if !s.canReset || len(s.launch.ResetFields) == 0 {
+		return nil
+	}
+	return maps.Clone(s.launch.ResetFields)
+}
+
+// ResetCache empties the server's prefix cache.
+func (s *Server) ResetCache(ctx context.Context) error {
+	if !s.canReset {
+		return fmt.Errorf("%s: the server offers no prefix cache reset", s.engine)
+	}
+	if err := s.reset(ctx, s.hook()); err != nil {
+		return fmt.Errorf("reset prefix cache: %w", err)
+	}
+	return nil
+}
+
+// reset empties the prefix cache the launch's way.
+func (s *Server) reset(ctx context.Context, h *Hook) error {
+	if s.launch.Reset != nil {
+		return s.launch.Reset(ctx, h)
+	}
+	_, err := h.Post(ctx, s.launch.ResetPath, nil)
+	return err
 }
