@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/openai"
 )
 
 // TestReadinessRedirect checks that a readiness path that redirects fails the boot at once,
@@ -107,5 +109,30 @@ func TestHookRedirect(t *testing.T) {
 	}
 	if want := "307 Temporary Redirect, a redirect to " + ts.URL + "/elsewhere/v1/models?[redacted], which the runner does not follow"; !strings.Contains(log.String(), want) {
 		t.Errorf("the log does not say %q:\n%s", want, log)
+	}
+}
+
+// TestHookErrorWording checks how a Hook request words a failed answer and a failed
+// connection: the engine, the request, the status line and the start of the body on one line,
+// with the answer's *openai.HTTPError still there for a preset to read its status.
+func TestHookErrorWording(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, "  still running\n  2 requests ")
+	}))
+	h := &Hook{Engine: "sglang", BaseURL: ts.URL, api: &openai.Client{BaseURL: ts.URL, HTTP: ts.Client()}}
+	_, err := h.Post(context.Background(), "/flush_cache", nil)
+	if want := "sglang: POST /flush_cache: 400 Bad Request: still running 2 requests"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	var he *openai.HTTPError
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest {
+		t.Errorf("error %v does not unwrap to a 400 *openai.HTTPError", err)
+	}
+	ts.Close()
+	_, err = h.Get(context.Background(), "/version")
+	if want := "sglang: GET /version: Get \"" + ts.URL + "/version\": "; err == nil || !strings.HasPrefix(err.Error(), want) || errors.As(err, &he) {
+		t.Errorf("error %v, want a connection error starting %q", err, want)
 	}
 }

@@ -953,7 +953,7 @@ func init() {
 				if err != nil {
 					return "", err
 				}
-				return "alias-of-" + parseModelIDs(b)[0], nil
+				return "alias-of-" + modelIDs(b)[0], nil
 			}
 			return l, nil
 		}
@@ -1165,23 +1165,11 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestParseVersionAndModels(t *testing.T) {
+func TestModelIDs(t *testing.T) {
 	t.Parallel()
-	versions := map[string]string{
-		`{"version":"0.8.4"}`:                  "0.8.4",
-		`{"build_info":"b6497-cd08fc3e"}`:      "b6497-cd08fc3e",
-		`{"version":"0.4.9","build_info":"x"}`: "0.4.9",
-		`{"version":4}`:                        "",
-		`not json`:                             "",
-	}
-	for in, want := range versions {
-		if got := parseVersion([]byte(in)); got != want {
-			t.Errorf("parseVersion(%s) = %q, want %q", in, got, want)
-		}
-	}
-	ids := parseModelIDs([]byte(`{"object":"list","data":[{"id":"a","root":"r"},{"id":""},{"id":"b"}]}`))
+	ids := modelIDs([]byte(`{"object":"list","data":[{"id":"a","root":"r"},{"id":""},{"id":"b"}]}`))
 	if !reflect.DeepEqual(ids, []string{"a", "b"}) {
-		t.Errorf("parseModelIDs = %q", ids)
+		t.Errorf("modelIDs = %q", ids)
 	}
 }
 

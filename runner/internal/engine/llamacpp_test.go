@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/openai"
 )
 
 // TestLlamaReset checks the cache reset of the llamacpp preset against fake llama-servers that
@@ -54,7 +55,7 @@ func TestLlamaReset(t *testing.T) {
 				fmt.Fprintf(w, `{"content":" x","stop":true,"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":3.1,"predicted_n":1,"predicted_ms":9.0}}`, cached, 25-cached)
 			}))
 			defer srv.Close()
-			h := &Hook{Engine: "llamacpp", BaseURL: srv.URL, client: srv.Client()}
+			h := &Hook{Engine: "llamacpp", BaseURL: srv.URL, api: &openai.Client{BaseURL: srv.URL, HTTP: srv.Client()}}
 			reset := llamaReset()
 			err := reset(context.Background(), h)
 			switch {

@@ -4,9 +4,8 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -107,10 +106,9 @@ type Hook struct {
 	Env     []string // the server's full environment, for commands that talk to it
 	Dir     string   // the server's scratch directory
 
-	client   *http.Client
-	apiKey   string
-	log      *serverLog // the server log
-	progress io.Writer  // the user's progress stream
+	api      *openai.Client // the server's client: its BaseURL, API key and no-redirect policy
+	log      *serverLog     // the server log
+	progress io.Writer      // the user's progress stream
 }
 
 // Logf writes one progress line, prefixed with the engine name.
@@ -153,70 +151,48 @@ func (h *Hook) Run(ctx context.Context, argv ...string) error {
 // Get sends GET path to the server and returns the body of a 2xx answer. A body over
 // openai.MaxJSONBody is an error naming that limit; a redirect is not followed.
 func (h *Hook) Get(ctx context.Context, path string) ([]byte, error) {
-	return h.do(ctx, http.MethodGet, path, nil)
+	return h.call(ctx, http.MethodGet, path, nil)
 }
 
 // Post sends body, encoded as JSON (nil sends no body), to path and returns the body of a 2xx
-// answer.
+// answer. An answer with another status is an error that unwraps to its *openai.HTTPError.
 func (h *Hook) Post(ctx context.Context, path string, body any) ([]byte, error) {
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("%s: POST %s: encode body: %w", h.Engine, path, err)
-		}
-		r = bytes.NewReader(b)
-	}
-	return h.do(ctx, http.MethodPost, path, r)
+	return h.call(ctx, http.MethodPost, path, body)
 }
 
-func (h *Hook) do(ctx context.Context, method, path string, body io.Reader) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, h.BaseURL+path, body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s %s: %w", h.Engine, method, path, err)
+// call sends one request with the server's client and words a failure the engine's way, after
+// the engine and the path: "vllm: POST /reset_prefix_cache: 404 Not Found: ...".
+func (h *Hook) call(ctx context.Context, method, path string, in any) ([]byte, error) {
+	b, err := h.api.Call(ctx, method, path, in)
+	var ce *openai.CallError
+	if err == nil || !errors.As(err, &ce) {
+		return b, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	at := fmt.Sprintf("%s: %s %s", h.Engine, method, path)
+	var he *openai.HTTPError
+	switch {
+	case ce.Stage == openai.StageEncode:
+		return nil, fmt.Errorf("%s: encode body: %w", at, ce.Err)
+	case ce.Stage == openai.StageRead:
+		return nil, fmt.Errorf("%s: read body: %w", at, ce.Err)
+	case !errors.As(ce.Err, &he):
+		return nil, fmt.Errorf("%s: %w", at, ce.Err)
+	case he.Redirect():
+		return nil, &answerError{fmt.Sprintf("%s: %s, a redirect to %s, which the runner does not follow", at, he.StatusLine, openai.RedirectTarget(he.Location)), he}
 	}
-	if h.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+h.apiKey)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s %s: %w", h.Engine, method, path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		// Only the start of a failed answer is read, for the message.
-		b, _ := openai.ReadBody(resp.Body, openai.MaxErrorBody, "")
-		if loc := openai.Location(resp); resp.StatusCode/100 == 3 {
-			return b, fmt.Errorf("%s: %s %s: %s, a redirect to %s, which the runner does not follow", h.Engine, method, path, resp.Status, orNone(loc))
-		}
-		return b, &StatusError{Status: resp.StatusCode, msg: fmt.Sprintf("%s: %s %s: %s: %s", h.Engine, method, path, resp.Status, excerpt(b, 200))}
-	}
-	b, err := openai.ReadBody(resp.Body, openai.MaxJSONBody, fmt.Sprintf("the %s %s answer", method, path))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s %s: read body: %w", h.Engine, method, path, err)
-	}
-	return b, nil
+	// Only the start of a failed answer is quoted.
+	return nil, &answerError{fmt.Sprintf("%s: %s: %s", at, he.StatusLine, excerpt(he.Body, 200)), he}
 }
 
-// StatusError is an answer of a Hook request with a status other than 2xx or 3xx.
-type StatusError struct {
-	Status int // the HTTP status code
-	msg    string
+// answerError is an answer other than 2xx, worded as the engine's error; it unwraps to the
+// *openai.HTTPError, so that a preset can tell the status.
+type answerError struct {
+	msg string
+	err *openai.HTTPError
 }
 
-// Error names the request, the status and the start of the body.
-func (e *StatusError) Error() string { return e.msg }
-
-// orNone names a missing redirect target.
-func orNone(loc string) string {
-	if loc == "" {
-		return "nowhere (no Location header)"
-	}
-	return loc
-}
+func (e *answerError) Error() string { return e.msg }
+func (e *answerError) Unwrap() error { return e.err }
 
 // builtin attaches a preset to every engine of the engine table, by name.
 var builtin = map[string]Preset{

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -19,8 +19,8 @@ var idleWait = 2 * time.Minute
 var idlePoll = 200 * time.Millisecond
 
 // resetWhenIdle returns a Reset that waits until the server runs and queues no request, as its
-// /metrics gauges vllm:num_requests_running and vllm:num_requests_waiting say, and then POSTs
-// path. vLLM's /reset_prefix_cache answers 200 even when the engine declines to reset because
+// /metrics gauges of running and waiting requests say (openai.ServerNames Running and Waiting),
+// and then POSTs path. vLLM's /reset_prefix_cache answers 200 even when the engine declines to reset because
 // requests are still running (vllm/v1/core/sched/scheduler.py, reset_prefix_cache, logs
 // "Failed to reset prefix cache because some blocks (N) are not freed yet" and returns False,
 // and the API server does not pass that on, 0.8 to 0.11); a request the runner gave up on (a
@@ -59,21 +59,11 @@ func waitIdle(ctx context.Context, h *Hook) error {
 // inFlight returns the requests the server runs and queues, summed over its engines; known is
 // false when /metrics does not tell.
 func inFlight(ctx context.Context, h *Hook) (busy float64, known bool) {
-	b, err := h.Get(ctx, "/metrics")
+	m, err := h.api.Metrics(ctx)
 	if err != nil {
 		return 0, false
 	}
-	m, err := openai.ParseMetrics(bytes.NewReader(b))
-	if err != nil {
-		return 0, false
-	}
-	for _, s := range m.Samples {
-		if s.Name == "vllm:num_requests_running" || s.Name == "vllm:num_requests_waiting" {
-			busy += s.Value
-			known = true
-		}
-	}
-	return busy, known
+	return openai.InFlight(m)
 }
 
 // sglangFlushWait bounds how long an SGLang flush is retried while the server answers 400.
@@ -89,8 +79,8 @@ func sglangReset(ctx context.Context, h *Hook) error {
 	deadline := time.Now().Add(sglangFlushWait)
 	for {
 		_, err := h.Post(ctx, "/flush_cache", nil)
-		var se *StatusError
-		if err == nil || !errors.As(err, &se) || se.Status != http.StatusBadRequest || !time.Now().Before(deadline) {
+		var he *openai.HTTPError
+		if err == nil || !errors.As(err, &he) || he.Status != http.StatusBadRequest || !time.Now().Before(deadline) {
 			return err
 		}
 		t := time.NewTimer(idlePoll)
@@ -101,4 +91,53 @@ func sglangReset(ctx context.Context, h *Hook) error {
 		case <-t.C:
 		}
 	}
+}
+
+// CanResetCache reports whether the server offers a prefix cache reset (it answered the reset
+// request Start sent once the server was ready).
+func (s *Server) CanResetCache() bool { return s.canReset }
+
+// CacheResetMechanism says how ResetCache empties the cache, e.g. "POST /reset_prefix_cache",
+// or, for llama-server, that every request asks not to reuse it; "" when the server offers no
+// reset.
+func (s *Server) CacheResetMechanism() string {
+	switch {
+	case !s.canReset:
+		return ""
+	case s.launch.ResetMechanism != "":
+		return s.launch.ResetMechanism
+	case s.launch.ResetPath != "":
+		return "POST " + s.launch.ResetPath
+	}
+	return "engine-specific reset"
+}
+
+// CacheResetFields returns the request body fields that, with cache: reset, every measured
+// request must carry so that the server does not reuse its cache (llama-server:
+// {"cache_prompt": false}); nil when the reset needs none or the server offers no reset.
+func (s *Server) CacheResetFields() map[string]any {
+	if !s.canReset || len(s.launch.ResetFields) == 0 {
+		return nil
+	}
+	return maps.Clone(s.launch.ResetFields)
+}
+
+// ResetCache empties the server's prefix cache.
+func (s *Server) ResetCache(ctx context.Context) error {
+	if !s.canReset {
+		return fmt.Errorf("%s: the server offers no prefix cache reset", s.engine)
+	}
+	if err := s.reset(ctx, s.hook()); err != nil {
+		return fmt.Errorf("reset prefix cache: %w", err)
+	}
+	return nil
+}
+
+// reset empties the prefix cache the launch's way.
+func (s *Server) reset(ctx context.Context, h *Hook) error {
+	if s.launch.Reset != nil {
+		return s.launch.Reset(ctx, h)
+	}
+	_, err := h.Post(ctx, s.launch.ResetPath, nil)
+	return err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/openai"
 )
 
 // TestResetWhenIdle: vLLM's /reset_prefix_cache answers 200 even when the engine declines to
@@ -58,7 +59,7 @@ func TestResetWhenIdle(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			err := resetWhenIdle("/reset_prefix_cache")(context.Background(), &Hook{Engine: "vllm", BaseURL: srv.URL, client: srv.Client()})
+			err := resetWhenIdle("/reset_prefix_cache")(context.Background(), &Hook{Engine: "vllm", BaseURL: srv.URL, api: &openai.Client{BaseURL: srv.URL, HTTP: srv.Client()}})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("reset: %v, want error %v", err, tc.wantErr)
 			}
@@ -110,7 +111,7 @@ func TestSGLangResetRetries400(t *testing.T) {
 				w.WriteHeader(tc.status)
 			}))
 			defer srv.Close()
-			err := sglangReset(context.Background(), &Hook{Engine: "sglang", BaseURL: srv.URL, client: srv.Client()})
+			err := sglangReset(context.Background(), &Hook{Engine: "sglang", BaseURL: srv.URL, api: &openai.Client{BaseURL: srv.URL, HTTP: srv.Client()}})
 			if (err != nil) != tc.wantErr || (tc.wantN > 0 && n != tc.wantN) || (tc.wantN == 0 && n < 2) {
 				t.Errorf("reset: %v after %d requests", err, n)
 			}

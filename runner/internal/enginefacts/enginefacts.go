@@ -1,9 +1,10 @@
 // Package enginefacts is the one table of the inference engines the runner knows: for each, whether
 // it boots a server process, which server fields an experiment file may set for it and which its
-// preset passes on to the server, what it requires, its defaults, and whether it can empty its
-// prefix cache. The experiment format validates and fills configs from this table, the engine
-// package attaches a preset to every entry by name, and tests check the JSON schema and the
-// presets against it. It imports nothing of the runner, so both can read it.
+// preset passes on to the server, what it requires, its defaults, whether it can empty its
+// prefix cache, and whether it serves a Prometheus /metrics. The experiment format validates and
+// fills configs from this table, the engine package attaches a preset to every entry by name,
+// the run reads which servers to scrape from it, and tests check the JSON schema and the presets
+// against it. It imports nothing of the runner, so all of them can read it.
 package enginefacts
 
 import (
@@ -65,6 +66,11 @@ type Engine struct {
 	// KeyEnv names the environment variable the server itself also reads its API key from,
 	// which the runner does not look at; "" when it has none.
 	KeyEnv string
+	// NoMetrics is true for an engine known to serve no Prometheus /metrics: the runner does
+	// not scrape it for server-side timings, and records why (docs/metrics.md). An engine
+	// that may serve one (endpoint, command) is scraped, and a scrape that finds nothing is
+	// noted then.
+	NoMetrics bool
 }
 
 // bootFields are the server fields of every engine the runner boots: the address it binds to,
@@ -111,7 +117,7 @@ var table = []Engine{
 		Requires:     []string{"model"},
 		Defaults:     map[string]string{"host": DefaultHost},
 		ReadyTimeout: DefaultReadyTimeout,
-		CanReset:     true,
+		CanReset:     true, NoMetrics: true,
 	},
 	{
 		// Any server from server.command, unknown to the runner: it cannot reset its cache.
@@ -180,6 +186,13 @@ func Boots(name string) bool {
 func CanReset(name string) bool {
 	e, ok := Lookup(name)
 	return ok && e.CanReset
+}
+
+// ServesMetrics reports whether the engine called name may serve a Prometheus /metrics; true
+// for an unknown name (a preset registered in code), which the runner then tries.
+func ServesMetrics(name string) bool {
+	e, ok := Lookup(name)
+	return !ok || !e.NoMetrics
 }
 
 // Takes reports whether an experiment file may set the server field for the engine.

@@ -89,3 +89,13 @@ func TestLookup(t *testing.T) {
 		t.Errorf("Taking(dtype) = %v", got)
 	}
 }
+
+// TestServesMetrics checks that only an engine the table marks is left unscraped: ollama, and
+// not an engine the table does not know (a preset registered in code), which may serve one.
+func TestServesMetrics(t *testing.T) {
+	for name, want := range map[string]bool{"vllm": true, "ollama": false, "endpoint": true, "not-in-table": true} {
+		if got := ServesMetrics(name); got != want {
+			t.Errorf("ServesMetrics(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

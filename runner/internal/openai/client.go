@@ -29,6 +29,8 @@ type HTTPError struct {
 	Body        []byte // the start of the response body, at most MaxErrorBody bytes
 	// Location is where a redirect (3xx) points, its query string redacted (see Location).
 	Location string
+	// StatusLine is the status as the server sent it, e.g. "404 Not Found".
+	StatusLine string
 }
 
 // Redirect reports whether the answer was a redirect (3xx).
@@ -38,11 +40,7 @@ func (e *HTTPError) Redirect() bool { return e.Status >= 300 && e.Status < 400 }
 func (e *HTTPError) Error() string {
 	s := fmt.Sprintf("openai: %s %s: %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
 	if e.Redirect() {
-		to := e.Location
-		if to == "" {
-			to = "nowhere (no Location header)"
-		}
-		return s + ", a redirect to " + to + ", which the runner does not follow"
+		return s + ", a redirect to " + RedirectTarget(e.Location) + ", which the runner does not follow"
 	}
 	if b := strings.TrimSpace(string(e.Body)); b != "" {
 		if len(b) > 300 {
@@ -51,6 +49,15 @@ func (e *HTTPError) Error() string {
 		s += ": " + b
 	}
 	return s
+}
+
+// RedirectTarget names where a redirect points, for a message: location (as Location gives
+// it), or "nowhere (no Location header)" when the answer named none.
+func RedirectTarget(location string) string {
+	if location == "" {
+		return "nowhere (no Location header)"
+	}
+	return location
 }
 
 // CheckResponse returns an *HTTPError holding the start of the body (at most MaxErrorBody
@@ -62,7 +69,7 @@ func CheckResponse(resp *http.Response) error {
 	}
 	// Only the start is kept for the message: a longer body is no error of its own.
 	body, _ := ReadBody(resp.Body, MaxErrorBody, "an error answer")
-	e := &HTTPError{Status: resp.StatusCode, Body: body, Location: Location(resp)}
+	e := &HTTPError{Status: resp.StatusCode, Body: body, Location: Location(resp), StatusLine: resp.Status}
 	if resp.Request != nil {
 		e.Method, e.URL = resp.Request.Method, resp.Request.URL.String()
 	}
@@ -83,7 +90,7 @@ func (c *Client) httpClient() *http.Client {
 	return defaultHTTP
 }
 
-// newRequest builds a request with the client's headers.
+// newRequest builds a request with the client's headers. Its error is net/http's, unworded.
 func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
@@ -91,7 +98,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.url(path), r)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -111,7 +118,7 @@ func (c *Client) NewStreamRequest(ctx context.Context, api API, body []byte) (*h
 	}
 	req, err := c.newRequest(ctx, http.MethodPost, path, body)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("openai: %s %s: %w", http.MethodPost, path, err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	// Ask for the stream uncompressed, whatever client sends it: a compressed stream is
@@ -121,27 +128,71 @@ func (c *Client) NewStreamRequest(ctx context.Context, api API, body []byte) (*h
 	return req, nil
 }
 
-// do sends a request and returns the body of a 2xx response, which may be at most
-// MaxMetricsBody bytes for /metrics and MaxJSONBody for everything else.
-func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, error) {
+// CallStage is how far a side-endpoint call got before it failed.
+type CallStage int
+
+// The stages of a CallError.
+const (
+	// StageEncode: the request body could not be encoded as JSON.
+	StageEncode CallStage = iota
+	// StageSend: the request could not be made or sent, or no answer came.
+	StageSend
+	// StageStatus: the answer's status was not 2xx; Err is the *HTTPError.
+	StageStatus
+	// StageRead: the body of a 2xx answer could not be read whole (a *TooLargeError, or the
+	// connection's error).
+	StageRead
+)
+
+// CallError is a failed Call: the request, how far it got, and the error there. Its text is
+// the runner's for a side endpoint ("openai: GET /v1/models: ..."); a caller that words its
+// errors otherwise (the engine package, which names the engine) takes the parts.
+type CallError struct {
+	Method, Path string
+	Stage        CallStage
+	Err          error
+}
+
+// Error names the request and what went wrong; an answer's status reads as the *HTTPError.
+func (e *CallError) Error() string {
+	switch e.Stage {
+	case StageStatus:
+		return e.Err.Error()
+	case StageRead:
+		return fmt.Sprintf("openai: %s %s: reading the response: %v", e.Method, e.Path, e.Err)
+	}
+	return fmt.Sprintf("openai: %s %s: %v", e.Method, e.Path, e.Err)
+}
+
+// Unwrap returns the error of the failed stage.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// Call sends in, encoded as JSON (nil sends no body), to path and returns the body of a 2xx
+// answer, which may be at most MaxMetricsBody bytes for /metrics and MaxJSONBody for
+// everything else. It follows no redirect (with the default HTTP client). A failure is a
+// *CallError.
+func (c *Client) Call(ctx context.Context, method, path string, in any) ([]byte, error) {
+	fail := func(stage CallStage, err error) error {
+		return &CallError{Method: method, Path: path, Stage: stage, Err: err}
+	}
 	var body []byte
 	if in != nil {
 		var err error
 		if body, err = json.Marshal(in); err != nil {
-			return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
+			return nil, fail(StageEncode, err)
 		}
 	}
 	req, err := c.newRequest(ctx, method, path, body)
 	if err != nil {
-		return nil, err
+		return nil, fail(StageSend, err)
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
+		return nil, fail(StageSend, err)
 	}
 	defer resp.Body.Close()
 	if err := CheckResponse(resp); err != nil {
-		return nil, err
+		return nil, fail(StageStatus, err)
 	}
 	limit := int64(MaxJSONBody)
 	if path == "/metrics" {
@@ -149,14 +200,39 @@ func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, e
 	}
 	out, err := ReadBody(resp.Body, limit, fmt.Sprintf("the %s %s answer", method, path))
 	if err != nil {
-		return nil, fmt.Errorf("openai: %s %s: reading the response: %w", method, path, err)
+		return nil, fail(StageRead, err)
 	}
 	return out, nil
 }
 
+// probeDrain is how much of a probe's answer is read, only so that its connection can be
+// reused; the rest is dropped with the connection.
+const probeDrain = 1 << 20
+
+// Probe sends GET path and returns the answer's status and, for a redirect, where it points
+// (see Location); it follows no redirect (with the default HTTP client). It is a readiness
+// check: the body is not kept, and its error is net/http's, unworded, for the caller to
+// describe.
+func (c *Client) Probe(ctx context.Context, path string) (status int, location string, err error) {
+	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, probeDrain))
+	resp.Body.Close()
+	return resp.StatusCode, Location(resp), nil
+}
+
+// CloseIdleConnections closes the connections the client keeps open between requests.
+func (c *Client) CloseIdleConnections() { c.httpClient().CloseIdleConnections() }
+
 // getJSON sends a request and decodes a 2xx JSON response into out.
 func (c *Client) getJSON(ctx context.Context, method, path string, in, out any) error {
-	body, err := c.do(ctx, method, path, in)
+	body, err := c.Call(ctx, method, path, in)
 	if err != nil {
 		return err
 	}
@@ -249,6 +325,20 @@ type Model struct {
 
 // Models calls GET /v1/models.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	body, err := c.Call(ctx, http.MethodGet, "/v1/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	models, err := ParseModels(body)
+	if err != nil {
+		return nil, fmt.Errorf("openai: GET /v1/models: decoding the response: %w: %s", err, excerpt(body))
+	}
+	return models, nil
+}
+
+// ParseModels reads the entries of an OpenAI model list, the answer of GET /v1/models. An
+// entry's id may be empty: the list is as the server wrote it.
+func ParseModels(b []byte) ([]Model, error) {
 	var out struct {
 		Data []struct {
 			ID          string      `json:"id"`
@@ -256,7 +346,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 			MaxModelLen json.Number `json:"max_model_len"`
 		} `json:"data"`
 	}
-	if err := c.getJSON(ctx, http.MethodGet, "/v1/models", nil, &out); err != nil {
+	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, err
 	}
 	models := make([]Model, 0, len(out.Data))
@@ -266,37 +356,53 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	return models, nil
 }
 
-// Version calls GET /version (vLLM: {"version": "0.6.3"}) and returns the version string.
+// Version calls GET /version (vLLM: {"version": "0.6.3"}) and returns the version string, as
+// ParseVersion reads it.
 func (c *Client) Version(ctx context.Context) (string, error) {
-	var out struct {
-		Version *string `json:"version"`
-	}
-	if err := c.getJSON(ctx, http.MethodGet, "/version", nil, &out); err != nil {
+	body, err := c.Call(ctx, http.MethodGet, "/version", nil)
+	if err != nil {
 		return "", err
 	}
-	if out.Version == nil {
+	v := ParseVersion(body)
+	if v == "" {
 		return "", fmt.Errorf("openai: GET /version: the response has no version")
 	}
-	return *out.Version, nil
+	return v, nil
+}
+
+// ParseVersion reads an engine's version from the JSON object a version endpoint answers: its
+// "version" string (vLLM's /version, SGLang's /server_info, ollama's /api/version), else its
+// "build_info" string (llama-server's /props); "" when b has neither, or is no JSON object.
+func ParseVersion(b []byte) string {
+	var v map[string]any
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	for _, k := range []string{"version", "build_info"} {
+		if s, ok := v[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // Health calls GET /health: nil when the server answers 2xx (vLLM: 200 with an empty body),
 // an *HTTPError otherwise (vLLM: 503 when the engine is dead), or the connection error.
 func (c *Client) Health(ctx context.Context) error {
-	_, err := c.do(ctx, http.MethodGet, "/health", nil)
+	_, err := c.Call(ctx, http.MethodGet, "/health", nil)
 	return err
 }
 
 // ResetPrefixCache calls POST /reset_prefix_cache. vLLM serves it only with
 // VLLM_SERVER_DEV_MODE=1; otherwise the answer is an *HTTPError with status 404.
 func (c *Client) ResetPrefixCache(ctx context.Context) error {
-	_, err := c.do(ctx, http.MethodPost, "/reset_prefix_cache", nil)
+	_, err := c.Call(ctx, http.MethodPost, "/reset_prefix_cache", nil)
 	return err
 }
 
 // Metrics calls GET /metrics and parses the Prometheus text.
 func (c *Client) Metrics(ctx context.Context) (*Metrics, error) {
-	body, err := c.do(ctx, http.MethodGet, "/metrics", nil)
+	body, err := c.Call(ctx, http.MethodGet, "/metrics", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -315,3 +315,18 @@ func TestPromptTokens(t *testing.T) {
 		})
 	}
 }
+
+func TestParseVersion(t *testing.T) {
+	versions := map[string]string{
+		`{"version":"0.8.4"}`:                  "0.8.4",
+		`{"build_info":"b6497-cd08fc3e"}`:      "b6497-cd08fc3e",
+		`{"version":"0.4.9","build_info":"x"}`: "0.4.9",
+		`{"version":4}`:                        "",
+		`not json`:                             "",
+	}
+	for in, want := range versions {
+		if got := ParseVersion([]byte(in)); got != want {
+			t.Errorf("ParseVersion(%s) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -144,7 +145,7 @@ func (m *Metrics) Merged(name string) (Histogram, bool) {
 			}
 		}
 	}
-	slices.SortFunc(out.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
+	slices.SortFunc(out.Buckets, func(a, b Bucket) int { return cmp.Compare(a.UpperBound, b.UpperBound) })
 	return out, true
 }
 
@@ -190,8 +191,10 @@ func ParseMetrics(r io.Reader) (m *Metrics, err error) {
 	if err := m.foldUntyped(lines); err != nil {
 		return nil, err
 	}
+	// No upper bound is NaN (a NaN le drops the sample or fails the parse), so cmp.Compare's
+	// placing NaN first never comes into play.
 	for _, h := range m.Histograms {
-		slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
+		slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmp.Compare(a.UpperBound, b.UpperBound) })
 	}
 	slices.SortFunc(m.Histograms, func(a, b *Histogram) int {
 		return strings.Compare(seriesKey(a.Name, a.Labels), seriesKey(b.Name, b.Labels))
@@ -263,7 +266,7 @@ func (m *Metrics) foldUntyped(lines []int) error {
 	}
 	m.Samples = rest
 	for _, h := range m.Histograms {
-		slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) })
+		slices.SortStableFunc(h.Buckets, func(a, b Bucket) int { return cmp.Compare(a.UpperBound, b.UpperBound) })
 	}
 	return nil
 }
@@ -291,14 +294,4 @@ func joinSeries(name string, ls []Label, sep byte) string {
 		b.WriteString(l.Value)
 	}
 	return b.String()
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

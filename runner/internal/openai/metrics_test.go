@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -180,7 +181,7 @@ func FuzzParseMetrics(f *testing.F) {
 			if h.Label("le") != "" {
 				t.Errorf("histogram keeps le among its labels: %+v", h.Labels)
 			}
-			if !slices.IsSortedFunc(h.Buckets, func(a, b Bucket) int { return cmpFloat(a.UpperBound, b.UpperBound) }) {
+			if !slices.IsSortedFunc(h.Buckets, func(a, b Bucket) int { return cmp.Compare(a.UpperBound, b.UpperBound) }) {
 				t.Errorf("buckets not sorted: %v", h.Buckets)
 			}
 		}

@@ -19,6 +19,9 @@ type ServerNames struct {
 	// Counters of tokens: prompt tokens processed, generated tokens, and the prefix cache's
 	// queried and hit tokens.
 	PromptTokens, GenerationTokens, CacheQueries, CacheHits string
+	// Gauges of the requests running and waiting now, which a cache reset waits to see at zero
+	// (see InFlight). Only vLLM's are read: the other engines' resets need no such wait.
+	Running, Waiting string
 }
 
 // ServerMetricNames is the one table of the metric names the runner reads from each engine's
@@ -37,6 +40,8 @@ var ServerMetricNames = []ServerNames{
 		GenerationTokens: "vllm:generation_tokens_total",
 		CacheQueries:     "vllm:prefix_cache_queries_total",
 		CacheHits:        "vllm:prefix_cache_hits_total",
+		Running:          "vllm:num_requests_running",
+		Waiting:          "vllm:num_requests_waiting",
 	},
 	{
 		// SGLang has no per-request prefill or decode histogram, and counts cached prompt
@@ -91,6 +96,27 @@ func (m *Metrics) Total(name string) (float64, bool) {
 		}
 	}
 	return sum, found
+}
+
+// InFlight returns the requests a server runs and queues now, summed over its engines (one
+// label set per data-parallel engine), from the Running and Waiting gauges of the first entry
+// of ServerMetricNames whose gauges m serves; known is false when m serves none.
+func InFlight(m *Metrics) (busy float64, known bool) {
+	for _, n := range ServerMetricNames {
+		for _, name := range []string{n.Running, n.Waiting} {
+			if name == "" {
+				continue
+			}
+			if v, ok := m.Total(name); ok {
+				busy += v
+				known = true
+			}
+		}
+		if known {
+			return busy, true
+		}
+	}
+	return 0, false
 }
 
 // Change is how much one histogram or counter grew between two scrapes.

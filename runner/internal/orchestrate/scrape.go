@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
@@ -15,11 +16,6 @@ import (
 
 // scrapeTimeout bounds one scrape of /metrics. A variable so that tests can shorten it.
 var scrapeTimeout = 2 * time.Second
-
-// noMetricsEngines are the engines known to serve no Prometheus /metrics, with why.
-var noMetricsEngines = map[string]string{
-	"ollama": "ollama serves no Prometheus /metrics",
-}
 
 // scraper reads a server's /metrics around its requests and turns the differences into the
 // server-side cells of a request (one at a time) or of a load point (several in flight). The
@@ -40,8 +36,8 @@ type scraper struct {
 // newScraper returns the scraper of a server of the named engine at api.
 func newScraper(engineName string, api *openai.Client, failed func(error)) *scraper {
 	s := &scraper{fetch: api.Metrics, failed: failed}
-	if why, ok := noMetricsEngines[engineName]; ok {
-		s.off, s.note = true, why
+	if !enginefacts.ServesMetrics(engineName) {
+		s.off, s.note = true, engineName+" serves no Prometheus /metrics"
 	}
 	return s
 }
