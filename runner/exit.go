@@ -81,6 +81,7 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
 }
 
+// prefixed puts the runner's name before a message of its own on stderr. It is the one place
 // that writes it.
 func prefixed(msg string) string { return "runner: " + msg }
 

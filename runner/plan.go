@@ -31,7 +31,7 @@ shard_requests.`
 // cmdPlan prints the configs of an experiment file and what running it will cost.
 func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("plan", "runner plan FILE [--shards N] [--format text|json|csv]", planDescription, stderr)
-	format := fs.String("format", "text", "output format: text, json or csv")
+	format := fs.String("format", "text", "output format: "+orList(plan.Formats()))
 	shards := fs.Int("shards", 0, "show how `N` shards (runner FILE --shard I/N) split the plan")
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
-	"github.com/onelayerdown/runner/runner/internal/measure"
 	"github.com/onelayerdown/runner/runner/internal/orchestrate"
 	"github.com/onelayerdown/runner/runner/internal/plan"
 	"github.com/onelayerdown/runner/runner/internal/redact"
@@ -45,98 +44,52 @@ Exit status: 0 when every request succeeded; 1 when some failed (a server that d
 a request that failed) or the run could not finish; 2 on an invalid experiment file or bad
 flags; 130 when interrupted.`
 
+// runFlags are the flags of runner run.
+type runFlags struct {
+	root, resume, shard         string
+	dryRun, wide, quiet, record bool
+	stopGrace                   time.Duration
+}
+
+// cmdRun runs an experiment file into a new result folder, or finishes an interrupted one, and
+// prints its summary.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--shard I/N|auto/N|auto] [--dry-run] [--quiet] [--wide] [--stop-grace D] [--record-failures]", runDescription, stderr)
-	root := fs.String("results", "results", "the folder that result folders are created in")
-	resume := fs.String("resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
-	dryRun := fs.Bool("dry-run", false, "check and plan the experiment, then stop without booting anything")
-	wide := fs.Bool("wide", false, "end with the summary's every column (p99, mean, stddev) instead of a table that fits 100 columns")
-	quiet := fs.Bool("quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
-	shardFlag := fs.String("shard", "", "run only shard `I/N` of the plan (I from 0); auto/N or auto read the index, and the count, from a Kubernetes Indexed Job's or a Slurm array's environment")
-	stopGrace := fs.Duration("stop-grace", engine.DefaultStopGrace, "how long a booted server gets to exit after SIGTERM before it is killed (0: the default)")
-	recordFailures := fs.Bool("record-failures", false, "when a server's executable cannot be found, write the result folder anyway, with its requests recorded as failed")
-	files, helped, err := flagsAndFiles(fs, args)
+	fl, file, helped, err := parseRunFlags(args, stderr)
 	if helped || err != nil {
 		return err
 	}
-	if len(files) != 1 {
-		return usageError("run: want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
-	}
-	if *stopGrace < 0 {
-		return usageError("run: --stop-grace %s: want a duration of zero or more (0 means %s)", *stopGrace, engine.DefaultStopGrace)
-	}
-	file := files[0]
 	exp, cfgs, err := loadExperiment("run", file)
 	if err != nil {
 		return err
 	}
 	var shard *results.Shard
-	if *shardFlag != "" {
+	if fl.shard != "" {
 		all := len(cfgs)
-		if shard, cfgs, err = selectShard(*shardFlag, exp, cfgs); err != nil {
+		if shard, cfgs, err = selectShard(fl.shard, exp, cfgs); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "shard %d of %d (index from %s): %s of %d, %s\n", shard.Index, shard.Count, shard.Source,
 			tabular.Plural(len(cfgs), "config"), all, tabular.Plural(experiment.Requests(cfgs), "request"))
 	}
-	if *dryRun {
+	if fl.dryRun {
 		return plan.NewTextEncoder(stdout).Encode(plan.New(exp, cfgs))
 	}
 	// A server that cannot start here (its executable is not installed) would only fill a
 	// folder with failed rows: say so at once and write nothing, unless asked to record it.
-	if problems := preflight(cfgs); len(problems) > 0 && !*recordFailures {
+	if problems := preflight(cfgs); len(problems) > 0 && !fl.record {
 		return &exitError{code: 1, err: errors.New(strings.Join(problems, "\n") +
 			"\nnothing was run and no result folder was written (--record-failures writes one with these requests failed)")}
 	}
 
 	var folder *results.Folder
 	var done results.Done
-	if *resume != "" {
-		man, err := results.ReadManifest(*resume)
-		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
-		}
-		if err := man.CheckExperiment(exp.Source); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("resume %s: %w", *resume, err)}
-		}
-		if err := sameShard(man.Shard, shard); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("resume %s: %w", *resume, err)}
-		}
-		if exp.Order.Mode == "shuffled" && man.Runner.Schedule != measure.ScheduleVersion {
-			// The same seed gives another order under another algorithm: the rows sent now would
-			// repeat or skip repetition numbers of those already recorded.
-			was := man.Runner.Schedule
-			if was == "" {
-				was = "an earlier one"
-			}
-			return &exitError{code: 2, err: fmt.Errorf("resume %s: the folder's shuffled order was drawn by %s (runner %s), this runner draws it by %s: finish it with that runner, or start a new folder",
-				*resume, was, man.Runner.Version, measure.ScheduleVersion)}
-		}
-		if folder, done, err = results.Resume(*resume); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
-		}
-		folder.HideSecrets(cfgs, redact.ArgSecrets(args)...)
-		fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
-		// A load point cut short is run again whole: its rows were measured under a load that
-		// did not run to its end, and must not be mixed with the new ones.
-		if partial := orchestrate.PartialLoadPoints(cfgs, done); len(partial) > 0 {
-			before := done.Len()
-			if done, err = folder.Discard(partial, "load point interrupted part way; run again whole"); err != nil {
-				return fmt.Errorf("resume: %w", err)
-			}
-			fmt.Fprintf(stderr, "resume: %d load point(s) were cut short (%s): their %d rows are moved to %s and they run again whole\n",
-				len(partial), strings.Join(partial, ", "), before-done.Len(), filepath.Join(folder.Dir(), "discarded"))
-		}
+	if fl.resume != "" {
+		folder, done, err = resumeFolder(fl.resume, exp, cfgs, shard, args, stderr)
 	} else {
-		ver, commit := buildInfo()
-		folder, err = results.Create(*root, exp, cfgs, results.RunInfo{
-			RunnerVersion: ver, RunnerCommit: commit, Command: append([]string{"runner"}, args...),
-			Schedule: measure.ScheduleVersion, Shard: shard,
-		})
-		if err != nil {
-			return fmt.Errorf("create the result folder: %w", err)
-		}
-		fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
+		folder, err = createFolder(fl.root, exp, cfgs, shard, args, stderr)
+	}
+	if err != nil {
+		return err
 	}
 
 	// What resumes the folder: a shard's folder resumes only as the same shard.
@@ -144,7 +97,87 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if shard != nil {
 		resumeArgs += fmt.Sprintf(" --shard %d/%d", shard.Index, shard.Count)
 	}
+	out, err := runInto(ctx, folder, exp, cfgs, done, fl, resumeArgs, stderr)
+	if err != nil {
+		return err
+	}
+	return printRun(stdout, folder, out, fl.wide)
+}
 
+// parseRunFlags parses the command line of runner run and returns its flags and its one
+// experiment file.
+func parseRunFlags(args []string, stderr io.Writer) (fl runFlags, file string, helped bool, err error) {
+	fs := newFlagSet("run", "runner [run] FILE [--results DIR] [--resume DIR] [--shard I/N|auto/N|auto] [--dry-run] [--quiet] [--wide] [--stop-grace D] [--record-failures]", runDescription, stderr)
+	fs.StringVar(&fl.root, "results", "results", "the folder that result folders are created in")
+	fs.StringVar(&fl.resume, "resume", "", "finish the interrupted result folder `DIR` instead of starting a new one")
+	fs.BoolVar(&fl.dryRun, "dry-run", false, "check and plan the experiment, then stop without booting anything")
+	fs.BoolVar(&fl.wide, "wide", false, "end with the summary's every column (p99, mean, stddev) instead of a table that fits 100 columns")
+	fs.BoolVar(&fl.quiet, "quiet", false, "print no progress, only problems (a server that did not boot or exited, and why)")
+	fs.StringVar(&fl.shard, "shard", "", "run only shard `I/N` of the plan (I from 0); auto/N or auto read the index, and the count, from a Kubernetes Indexed Job's or a Slurm array's environment")
+	fs.DurationVar(&fl.stopGrace, "stop-grace", engine.DefaultStopGrace, "how long a booted server gets to exit after SIGTERM before it is killed (0: the default)")
+	fs.BoolVar(&fl.record, "record-failures", false, "when a server's executable cannot be found, write the result folder anyway, with its requests recorded as failed")
+	files, helped, err := flagsAndFiles(fs, args)
+	if helped || err != nil {
+		return fl, "", helped, err
+	}
+	if len(files) != 1 {
+		return fl, "", false, usageError("run: want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
+	}
+	if fl.stopGrace < 0 {
+		return fl, "", false, usageError("run: --stop-grace %s: want a duration of zero or more (0 means %s)", fl.stopGrace, engine.DefaultStopGrace)
+	}
+	return fl, files[0], false, nil
+}
+
+// resumeFolder opens the interrupted folder dir to finish it as shard, after checking that it
+// was written from the same experiment, shard and order, and returns it with the requests it
+// holds. A folder that may not be resumed is bad input (exit status 2).
+func resumeFolder(dir string, exp *experiment.Experiment, cfgs []experiment.Config, shard *results.Shard, args []string, stderr io.Writer) (*results.Folder, results.Done, error) {
+	man, err := results.ReadManifest(dir)
+	if err != nil {
+		return nil, results.Done{}, &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
+	}
+	if err := man.CheckResume(exp, shard, orchestrate.ScheduleVersion); err != nil {
+		return nil, results.Done{}, &exitError{code: 2, err: fmt.Errorf("resume %s: %w", dir, err)}
+	}
+	folder, done, err := results.Resume(dir)
+	if err != nil {
+		return nil, results.Done{}, &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
+	}
+	folder.HideSecrets(cfgs, redact.ArgSecrets(args)...)
+	fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
+	// A load point cut short is run again whole: its rows were measured under a load that
+	// did not run to its end, and must not be mixed with the new ones.
+	if partial := orchestrate.PartialLoadPoints(cfgs, done); len(partial) > 0 {
+		before := done.Len()
+		if done, err = folder.Discard(partial, "load point interrupted part way; run again whole"); err != nil {
+			return nil, results.Done{}, fmt.Errorf("resume: %w", err)
+		}
+		fmt.Fprintf(stderr, "resume: %d load point(s) were cut short (%s): their %d rows are moved to %s and they run again whole\n",
+			len(partial), strings.Join(partial, ", "), before-done.Len(), filepath.Join(folder.Dir(), "discarded"))
+	}
+	return folder, done, nil
+}
+
+// createFolder creates a new result folder under root for the run of exp's cfgs as shard
+// (nil: the whole plan), recording this runner and its command line.
+func createFolder(root string, exp *experiment.Experiment, cfgs []experiment.Config, shard *results.Shard, args []string, stderr io.Writer) (*results.Folder, error) {
+	ver, commit := buildInfo()
+	folder, err := results.Create(root, exp, cfgs, results.RunInfo{
+		RunnerVersion: ver, RunnerCommit: commit, Command: append([]string{"runner"}, args...),
+		Schedule: orchestrate.ScheduleVersion, Shard: shard,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create the result folder: %w", err)
+	}
+	fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
+	return folder, nil
+}
+
+// runInto sends the requests of cfgs that done does not hold yet, records them in folder, and
+// closes the folder with the run's status. Its error says how to resume the folder when the
+// run did not finish: resumeArgs are the arguments of runner that do.
+func runInto(ctx context.Context, folder *results.Folder, exp *experiment.Experiment, cfgs []experiment.Config, done results.Done, fl runFlags, resumeArgs string, stderr io.Writer) (orchestrate.Outcome, error) {
 	// A second Ctrl-C exits at once; the folder on disk must still say interrupted, not running.
 	unhook := hardExit.add(func() {
 		if err := folder.MarkInterrupted(2 * time.Second); err != nil {
@@ -159,13 +192,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// run's secrets, as the folder does.
 	shown := folder.Secrets().Writer(stderr)
 	progress := orchestrate.NewQuietProgress(shown)
-	if !*quiet {
+	if !fl.quiet {
 		progress = orchestrate.NewProgress(shown, isTerminal(stderr)).Width(func() int { return terminalWidth(stderr) })
 	}
 	out, runErr := orchestrate.Run(ctx, orchestrate.Options{
 		Experiment: exp, Configs: cfgs, Done: done, Logs: folder.ServerLog,
 		Subscribers: []orchestrate.Subscriber{orchestrate.Record(folder), progress},
-		StopGrace:   *stopGrace,
+		StopGrace:   fl.stopGrace,
 	})
 
 	status := results.StatusComplete
@@ -178,22 +211,26 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := folder.Close(status); err != nil {
 		// The rows are on disk; only the summary or the manifest's last word is missing, and a
 		// folder whose writer is gone reads as interrupted, so a resume finishes it.
-		return errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s",
+		return out, errors.Join(runErr, fmt.Errorf("close %s: %w\nthe requests recorded so far are kept; once there is room, finish the folder with: runner %s",
 			folder.Dir(), err, resumeArgs))
 	}
-
 	if status == results.StatusInterrupted {
-		return &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s", out.Sent, resumeArgs)}
+		return out, &exitError{code: 130, err: fmt.Errorf("interrupted after %d requests; the folder keeps them. Resume with:\n  runner %s", out.Sent, resumeArgs)}
 	}
 	if runErr != nil {
-		return fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s)", runErr, folder.Dir(), resumeArgs)
+		return out, fmt.Errorf("%w\nthe requests recorded so far are in %s (resume with: runner %s)", runErr, folder.Dir(), resumeArgs)
 	}
+	return out, nil
+}
 
+// printRun prints the summary of a finished run's folder and where it is; a run in which some
+// requests failed exits with status 1.
+func printRun(stdout io.Writer, folder *results.Folder, out orchestrate.Outcome, wide bool) error {
 	rep, err := summary.Read(folder.Dir())
 	if err != nil {
 		return err
 	}
-	if err := summary.NewTextEncoder(stdout).Wide(*wide).Encode(rep); err != nil {
+	if err := summary.NewTextEncoder(stdout).Wide(wide).Encode(rep); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintf(stdout, "\nresults: %s\n", folder.Dir()); err != nil {
@@ -225,23 +262,6 @@ func selectShard(spec string, exp *experiment.Experiment, cfgs []experiment.Conf
 		shard.Configs = append(shard.Configs, c.ID)
 	}
 	return shard, mine, nil
-}
-
-// sameShard reports whether a folder whose manifest records the shard was (nil: the whole plan)
-// may be resumed as the shard now (nil: without --shard): it must be the same part of the plan.
-func sameShard(was, now *results.Shard) error {
-	switch {
-	case was == nil && now == nil:
-		return nil
-	case was == nil:
-		return fmt.Errorf("the folder holds the whole plan, not a shard: resume it without --shard (this run is shard %d of %d)", now.Index, now.Count)
-	case now == nil:
-		return fmt.Errorf("the folder is shard %d of %d: resume it with --shard %d/%d", was.Index, was.Count, was.Index, was.Count)
-	case was.Index != now.Index || was.Count != now.Count || was.Fingerprint != now.Fingerprint:
-		return fmt.Errorf("the folder is shard %d of %d, but --shard names shard %d of %d (index from %s): resume it with --shard %d/%d",
-			was.Index, was.Count, now.Index, now.Count, now.Source, was.Index, was.Count)
-	}
-	return nil
 }
 
 // preflight checks that every distinct server of cfgs can be started on this machine and returns

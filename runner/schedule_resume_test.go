@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/measure"
+	"github.com/onelayerdown/runner/runner/internal/orchestrate"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/results/resultstest"
 )
@@ -38,8 +38,8 @@ func TestResumeRefusesAnotherShuffle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if man.Runner.Schedule != measure.ScheduleVersion {
-		t.Fatalf("manifest schedule %q, want %q", man.Runner.Schedule, measure.ScheduleVersion)
+	if man.Runner.Schedule != orchestrate.ScheduleVersion {
+		t.Fatalf("manifest schedule %q, want %q", man.Runner.Schedule, orchestrate.ScheduleVersion)
 	}
 	setSchedule := func(v string) {
 		resultstest.EditManifest(t, folder, func(m map[string]any) {
@@ -56,7 +56,7 @@ func TestResumeRefusesAnotherShuffle(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "shuffled order was drawn by an earlier one") {
 		t.Fatalf("resume of an older shuffle: exit %d, want 2 and why\n%s\n%s", code, stdout, stderr)
 	}
-	setSchedule(measure.ScheduleVersion)
+	setSchedule(orchestrate.ScheduleVersion)
 	if code, stdout, stderr := runBinary(t, bin, file, "--resume", folder); code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
 	}

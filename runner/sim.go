@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -60,53 +61,92 @@ shuts down gracefully: in-flight requests get --shutdown-timeout to finish.`
 
 // cmdSim runs the simulated server until ctx ends.
 func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := sim.DefaultConfig()
+	var f simFlags
+	fs := newSimFlagSet(&cfg, &f, stderr)
+	if helped, err := parseSimArgs(fs, args, &cfg.Model); helped || err != nil {
+		return err
+	}
+	if err := f.apply(&cfg); err != nil {
+		return err
+	}
+	cfg.Log = &syncWriter{w: stderr}
+	cfg.PID = os.Getpid()
+	// The crash fault ends the process the way a dying engine does: at once, mid-stream, with
+	// no graceful shutdown.
+	cfg.Crash = func() { os.Exit(1) }
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	return serveSim(ctx, cfg, f, stdout)
+}
+
+// simFlags are the flags of runner sim that sim.Config does not take as they are given: where
+// to listen, how to shut down, and the values that are parsed, combined or defaulted from the
+// environment before they go into the configuration (see apply).
+type simFlags struct {
+	host            string
+	port            int
+	shutdownTimeout time.Duration
+	perEvent        string
+	faults          string
+	noPrefixCaching bool
+}
+
+// newSimFlagSet returns the flag set of runner sim, which sets the fields of cfg that a flag
+// gives as it is and the rest in f. The defaults are cfg's own, vLLM's where vLLM has the flag.
+func newSimFlagSet(cfg *sim.Config, f *simFlags, stderr io.Writer) *flag.FlagSet {
 	fs := newFlagSet("sim", "runner sim [flags] [MODEL]", simDescription, stderr)
-	def := sim.DefaultConfig()
-	var (
-		host            = fs.String("host", "127.0.0.1", "address to listen on")
-		port            = fs.Int("port", 8000, "port to listen on; 0 picks a free one")
-		model           = fs.String("model", def.Model, "model name or path (also the first argument)")
-		served          = fs.String("served-model-name", "", "name requests use and /v1/models lists (default: the model)")
-		maxModelLen     = fs.Int("max-model-len", def.MaxModelLen, "context length: prompt plus max_tokens")
-		seed            = fs.Uint64("seed", def.Seed, "seed for ids, generated text and jitter")
-		dtype           = fs.String("dtype", "auto", "weight dtype, as vLLM's --dtype; only checked against --gpu")
-		gpu             = fs.String("gpu", "", `simulated GPU name, e.g. "Tesla T4" (bfloat16 then fails to boot)`)
-		version         = fs.String("sim-version", def.Version, "version GET /version reports")
-		queueDelay      = fs.Duration("queue-delay", 0, "delay between a request's admission and its prefill")
-		prefill         = fs.Duration("prefill-per-token", 0, "prefill time per prompt token not in the prefix cache")
-		decode          = fs.Duration("decode-per-token", 0, "time per generated token after the first")
-		perEvent        = fs.String("tokens-per-event", "1", `tokens per streamed event: "N" or a cycle like "1,3,1"`)
-		splitEvery      = fs.Int("split-every", 0, "split the last token's text of every Nth text event across two events (0: never)")
-		jitter          = fs.Float64("jitter", 0, "scale each delay by a seeded factor in [1-jitter, 1+jitter]")
-		maxSeqs         = fs.Int("max-num-seqs", 0, "requests running at once in the batching engine; more wait in a queue (0: no bound)")
-		decodePerSeq    = fs.Duration("decode-per-seq", 0, "time each decoding request beyond the first adds to a batching engine step")
-		batchedTokens   = fs.Int("max-num-batched-tokens", 0, "token budget of a batching engine step; longer prompts are prefilled in chunks (0: no budget)")
-		prefixCaching   = fs.Bool("enable-prefix-caching", true, "cache prompt blocks so a repeated prefix skips prefill")
-		noPrefixCaching = fs.Bool("no-enable-prefix-caching", false, "turn the prefix cache off")
-		blockSize       = fs.Int("block-size", def.BlockSize, "prompt tokens per prefix-cache block")
-		cacheBlocks     = fs.Int("cache-blocks", def.CacheBlocks, "prefix-cache capacity in blocks (least recently used go first)")
-		tokensDetails   = fs.Bool("enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens")
-		eosProb         = fs.Float64("eos-probability", 0, "chance per token (after min_tokens, unless ignore_eos) of ending with EOS")
-		apiKey          = fs.String("api-key", "", "require this bearer token on /v1 requests (also VLLM_API_KEY)")
-		devMode         = fs.Bool("dev-mode", false, "register POST /reset_prefix_cache (also VLLM_SERVER_DEV_MODE=1)")
-		stamp           = fs.Bool("stamp", false, `add the ground-truth "sim" field to every streamed chunk`)
-		faultSpec       = fs.String("fault", "", "faults injected into every request (see above)")
-		errorFormat     = fs.String("error-format", def.ErrorFormat, `error body shape: "nested" (vLLM 0.10.1 and later) or "flat" (vLLM before 0.10.1)`)
-		bootDelay       = fs.Duration("boot-delay", 0, "time before the port opens, like vLLM loading weights")
-		bootFail        = fs.String("boot-fail", "", "fail to boot: bf16, kv-cache or oom")
-		shutdownTimeout = fs.Duration("shutdown-timeout", 5*time.Second, "time in-flight requests get to finish on shutdown")
-	)
-	// vLLM takes the model first (vllm serve MODEL --flags); so does this command.
+	def := *cfg
+	fs.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fs.IntVar(&f.port, "port", 8000, "port to listen on; 0 picks a free one")
+	fs.StringVar(&cfg.Model, "model", def.Model, "model name or path (also the first argument)")
+	fs.StringVar(&cfg.ServedModelName, "served-model-name", "", "name requests use and /v1/models lists (default: the model)")
+	fs.IntVar(&cfg.MaxModelLen, "max-model-len", def.MaxModelLen, "context length: prompt plus max_tokens")
+	fs.Uint64Var(&cfg.Seed, "seed", def.Seed, "seed for ids, generated text and jitter")
+	fs.StringVar(&cfg.Dtype, "dtype", "auto", "weight dtype, as vLLM's --dtype; only checked against --gpu")
+	fs.StringVar(&cfg.GPU, "gpu", "", `simulated GPU name, e.g. "Tesla T4" (bfloat16 then fails to boot)`)
+	fs.StringVar(&cfg.Version, "sim-version", def.Version, "version GET /version reports")
+	fs.DurationVar(&cfg.QueueDelay, "queue-delay", 0, "delay between a request's admission and its prefill")
+	fs.DurationVar(&cfg.PrefillPerToken, "prefill-per-token", 0, "prefill time per prompt token not in the prefix cache")
+	fs.DurationVar(&cfg.DecodePerToken, "decode-per-token", 0, "time per generated token after the first")
+	fs.StringVar(&f.perEvent, "tokens-per-event", "1", `tokens per streamed event: "N" or a cycle like "1,3,1"`)
+	fs.IntVar(&cfg.SplitEvery, "split-every", 0, "split the last token's text of every Nth text event across two events (0: never)")
+	fs.Float64Var(&cfg.Jitter, "jitter", 0, "scale each delay by a seeded factor in [1-jitter, 1+jitter]")
+	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests running at once in the batching engine; more wait in a queue (0: no bound)")
+	fs.DurationVar(&cfg.DecodePerSeq, "decode-per-seq", 0, "time each decoding request beyond the first adds to a batching engine step")
+	fs.IntVar(&cfg.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "token budget of a batching engine step; longer prompts are prefilled in chunks (0: no budget)")
+	fs.BoolVar(&cfg.PrefixCaching, "enable-prefix-caching", true, "cache prompt blocks so a repeated prefix skips prefill")
+	fs.BoolVar(&f.noPrefixCaching, "no-enable-prefix-caching", false, "turn the prefix cache off")
+	fs.IntVar(&cfg.BlockSize, "block-size", def.BlockSize, "prompt tokens per prefix-cache block")
+	fs.IntVar(&cfg.CacheBlocks, "cache-blocks", def.CacheBlocks, "prefix-cache capacity in blocks (least recently used go first)")
+	fs.BoolVar(&cfg.PromptTokensDetails, "enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens")
+	fs.Float64Var(&cfg.EOSProbability, "eos-probability", 0, "chance per token (after min_tokens, unless ignore_eos) of ending with EOS")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "require this bearer token on /v1 requests (also VLLM_API_KEY)")
+	fs.BoolVar(&cfg.DevMode, "dev-mode", false, "register POST /reset_prefix_cache (also VLLM_SERVER_DEV_MODE=1)")
+	fs.BoolVar(&cfg.Stamp, "stamp", false, `add the ground-truth "sim" field to every streamed chunk`)
+	fs.StringVar(&f.faults, "fault", "", "faults injected into every request (see above)")
+	fs.StringVar(&cfg.ErrorFormat, "error-format", def.ErrorFormat, `error body shape: "nested" (vLLM 0.10.1 and later) or "flat" (vLLM before 0.10.1)`)
+	fs.DurationVar(&cfg.BootDelay, "boot-delay", 0, "time before the port opens, like vLLM loading weights")
+	fs.StringVar(&cfg.BootFailure, "boot-fail", "", "fail to boot: bf16, kv-cache or oom")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 5*time.Second, "time in-flight requests get to finish on shutdown")
+	return fs
+}
+
+// parseSimArgs parses the flags of runner sim and its one optional MODEL argument, which sets
+// *model. vLLM takes the model first (vllm serve MODEL --flags); so does this command, and it
+// also takes it after the flags.
+func parseSimArgs(fs *flag.FlagSet, args []string, model *string) (helped bool, err error) {
 	var positional string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		positional, args = args[0], args[1:]
 	}
 	if helped, err := parseFlags(fs, args); helped || err != nil {
-		return err
+		return helped, err
 	}
 	if positional != "" {
 		if fs.NArg() > 0 {
-			return usageError("sim: want one MODEL argument, got %q and %q", positional, fs.Arg(0))
+			return false, usageError("sim: want one MODEL argument, got %q and %q", positional, fs.Arg(0))
 		}
 		*model = positional
 	}
@@ -115,62 +155,40 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case 1:
 		*model = fs.Arg(0)
 	default:
-		return usageError("sim: want at most one MODEL argument, got %d", fs.NArg())
+		return false, usageError("sim: want at most one MODEL argument, got %d", fs.NArg())
 	}
-	pattern, err := sim.ParsePattern(*perEvent)
+	return false, nil
+}
+
+// apply puts into cfg what the flags of f say of the simulated server: the parsed event
+// pattern and faults, the prefix cache unless turned off, and the API key and dev mode that
+// vLLM also takes from its environment. A bad value is a usage error.
+func (f *simFlags) apply(cfg *sim.Config) error {
+	pattern, err := sim.ParsePattern(f.perEvent)
 	if err != nil {
 		return usageError("sim: --tokens-per-event: %v", err)
 	}
-	faults, err := sim.ParseFaults(*faultSpec)
+	faults, err := sim.ParseFaults(f.faults)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if *port < 0 || *port > 65535 {
-		return usageError("sim: --port %d is not a port number", *port)
+	if f.port < 0 || f.port > 65535 {
+		return usageError("sim: --port %d is not a port number", f.port)
 	}
-
-	log := &syncWriter{w: stderr}
-	cfg := def
-	cfg.Model = *model
-	cfg.ServedModelName = *served
-	cfg.MaxModelLen = *maxModelLen
-	cfg.Seed = *seed
-	cfg.Dtype = *dtype
-	cfg.GPU = *gpu
-	cfg.Version = *version
-	cfg.QueueDelay = *queueDelay
-	cfg.PrefillPerToken = *prefill
-	cfg.DecodePerToken = *decode
 	cfg.TokensPerEvent = pattern
-	cfg.SplitEvery = *splitEvery
-	cfg.Jitter = *jitter
-	cfg.MaxNumSeqs = *maxSeqs
-	cfg.DecodePerSeq = *decodePerSeq
-	cfg.MaxNumBatchedTokens = *batchedTokens
-	cfg.PrefixCaching = *prefixCaching && !*noPrefixCaching
-	cfg.BlockSize = *blockSize
-	cfg.CacheBlocks = *cacheBlocks
-	cfg.PromptTokensDetails = *tokensDetails
-	cfg.EOSProbability = *eosProb
-	cfg.APIKey = *apiKey
+	cfg.Faults = faults
+	cfg.PrefixCaching = cfg.PrefixCaching && !f.noPrefixCaching
 	if cfg.APIKey == "" {
 		cfg.APIKey = os.Getenv("VLLM_API_KEY")
 	}
-	cfg.DevMode = *devMode || os.Getenv("VLLM_SERVER_DEV_MODE") == "1"
-	cfg.Stamp = *stamp
-	cfg.Faults = faults
-	cfg.ErrorFormat = *errorFormat
-	cfg.BootDelay = *bootDelay
-	cfg.BootFailure = *bootFail
-	cfg.Log = log
-	cfg.PID = os.Getpid()
-	// The crash fault ends the process the way a dying engine does: at once, mid-stream, with
-	// no graceful shutdown.
-	cfg.Crash = func() { os.Exit(1) }
-	if err := cfg.Validate(); err != nil {
-		return usageError("%v", err)
-	}
+	cfg.DevMode = cfg.DevMode || os.Getenv("VLLM_SERVER_DEV_MODE") == "1"
+	return nil
+}
 
+// serveSim boots the simulated server of cfg, serves it on the address of f until ctx ends,
+// then shuts it down, giving in-flight requests f.shutdownTimeout to finish. A boot failure
+// the configuration asked for exits with status 1.
+func serveSim(ctx context.Context, cfg sim.Config, f simFlags, stdout io.Writer) error {
 	if err := sim.Boot(ctx, cfg); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -185,7 +203,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return fmt.Errorf("sim: listen: %w", err)
 	}
@@ -194,16 +212,16 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sim.LogReady(cfg, url)
 
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
-	served1 := make(chan error, 1)
-	go func() { served1 <- hs.Serve(ln) }()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
 	select {
-	case err := <-served1:
+	case err := <-served:
 		srv.Close()
 		return fmt.Errorf("sim: serve %s: %w", url, err)
 	case <-ctx.Done():
 	}
 	sim.LogShutdown(cfg)
-	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		// In-flight requests (a hang fault, a long stream) did not finish in time: cut them.

@@ -31,7 +31,7 @@ in json.`
 // cmdSummary prints the summary of one result folder.
 func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("summary", "runner summary RESULT_DIR [--format text|markdown|csv|json] [--wide]", summaryDescription, stderr)
-	format := fs.String("format", "text", "output format: text, markdown, csv or json")
+	format := fs.String("format", "text", "output format: "+orList(summary.Formats()))
 	wide := fs.Bool("wide", false, "text: show every column (p99, mean, stddev) instead of a table that fits 100 columns")
 	dirs, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {

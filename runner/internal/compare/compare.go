@@ -18,15 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
-	"strconv"
 	"time"
 
-	"github.com/onelayerdown/runner/runner/internal/experiment"
-	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/stats"
-	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // DefaultAlpha is the significance level used when Options.Alpha is 0.
@@ -64,7 +59,7 @@ type Options struct {
 // Side is one result folder as a comparison reads it.
 type Side = results.Contents
 
-// Load reads the result folder dir for a comparison. It fails on a folder it cannot read,
+// Read reads the result folder dir for a comparison. It fails on a folder it cannot read,
 // including one of a format version it does not know.
 func Read(dir string) (*Side, error) { return results.ReadAll(dir) }
 
@@ -196,33 +191,9 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 	if old == nil || new == nil || old.Manifest == nil || new.Manifest == nil {
 		return nil, errors.New("compare: a side has no manifest")
 	}
-	if opt.Alpha == 0 {
-		opt.Alpha = DefaultAlpha
+	if err := opt.check(); err != nil {
+		return nil, err
 	}
-	if !(opt.Alpha > 0 && opt.Alpha < 1) {
-		return nil, fmt.Errorf("compare: alpha %v is not between 0 and 1", opt.Alpha)
-	}
-	if opt.JoinBy == "" {
-		opt.JoinBy = ByID
-	}
-	if opt.JoinBy != ByID && opt.JoinBy != ByLabel {
-		return nil, fmt.Errorf("compare: cannot join configs by %q (want id or label)", opt.JoinBy)
-	}
-	seen := map[string]bool{}
-	for _, t := range opt.Thresholds {
-		if m, err := ParseMetric(t.Metric); err != nil || m != t.Metric {
-			// ParseMetric accepts FailedMetric too.
-			return nil, fmt.Errorf("compare: threshold %s: %s is not a metric name", t, t.Metric)
-		}
-		if seen[t.Metric] {
-			return nil, fmt.Errorf("compare: two thresholds for %s", t.Metric)
-		}
-		if !(t.Percent >= 0) || math.IsInf(t.Percent, 0) {
-			return nil, fmt.Errorf("compare: threshold %s: the percentage must be a finite number ≥ 0", t)
-		}
-		seen[t.Metric] = true
-	}
-
 	oc, err := groupConfigs(old, opt.JoinBy)
 	if err != nil {
 		return nil, err
@@ -233,12 +204,59 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 	}
 	rep := &Report{Alpha: opt.Alpha, CILevel: stats.Level, JoinBy: opt.JoinBy,
 		Old: folderInfo(old, oc), New: folderInfo(new, nc), Env: Fingerprints(old.Manifest, new.Manifest)}
+	failures := joinConfigs(rep, old, new, oc, nc, opt)
+	rep.Warnings = append(rep.Warnings, folderWarnings(rep, old, new, oc, nc, opt.JoinBy)...)
+	if opt.Strict {
+		// A folder whose reset did not take measured warm caches, not what it says it measured.
+		failures = append(failures, cacheHitsAfterReset("old", old)...)
+		failures = append(failures, cacheHitsAfterReset("new", new)...)
+	}
+	rep.Gate = evaluateGate(rep, opt, failures)
+	return rep, nil
+}
 
+// check fills in the defaults of opt and checks it: the significance level, the way configs are
+// joined, and the thresholds, at most one a metric.
+func (opt *Options) check() error {
+	if opt.Alpha == 0 {
+		opt.Alpha = DefaultAlpha
+	}
+	if !(opt.Alpha > 0 && opt.Alpha < 1) {
+		return fmt.Errorf("compare: alpha %v is not between 0 and 1", opt.Alpha)
+	}
+	if opt.JoinBy == "" {
+		opt.JoinBy = ByID
+	}
+	if opt.JoinBy != ByID && opt.JoinBy != ByLabel {
+		return fmt.Errorf("compare: cannot join configs by %q (want id or label)", opt.JoinBy)
+	}
+	seen := map[string]bool{}
+	for _, t := range opt.Thresholds {
+		if m, err := ParseMetric(t.Metric); err != nil || m != t.Metric {
+			// ParseMetric accepts FailedMetric too.
+			return fmt.Errorf("compare: threshold %s: %s is not a metric name", t, t.Metric)
+		}
+		if seen[t.Metric] {
+			return fmt.Errorf("compare: two thresholds for %s", t.Metric)
+		}
+		if !(t.Percent >= 0) || math.IsInf(t.Percent, 0) {
+			return fmt.Errorf("compare: threshold %s: the percentage must be a finite number ≥ 0", t)
+		}
+		seen[t.Metric] = true
+	}
+	return nil
+}
+
+// joinConfigs adds to rep the rows of every config, those of the old side first, in their
+// order, then those of the new side only, and notes the configs on one side only. It returns
+// the findings of the gate's per-config rules (the failed rate and the load rules), one for each
+// config beyond a rule; a load value the new side lacks comes after the others, and only
+// without opt.AllowMissing.
+func joinConfigs(rep *Report, old, new *Side, oc, nc *configSet, opt Options) (failures []string) {
 	thresholds := map[string]Threshold{}
 	for _, t := range opt.Thresholds {
 		thresholds[t.Metric] = t
 	}
-	var failures []string // the failed-rate and load rules' findings, one per config beyond them
 	var missingLoad []string
 	oldLoad, newLoad := loadRows(old, opt.JoinBy), loadRows(new, opt.JoinBy)
 	for _, o := range oc.order {
@@ -267,435 +285,38 @@ func Compare(old, new *Side, opt Options) (*Report, error) {
 			}
 		}
 	}
-	failures = append(failures, missingLoad...)
 	for _, n := range nc.order {
 		if oc.byKey[n.key] == nil {
 			rep.OnlyNew = append(rep.OnlyNew, n.ref)
 			rep.Rows = append(rep.Rows, configRows(nil, n, opt.Alpha, thresholds)...)
 		}
 	}
+	return append(failures, missingLoad...)
+}
 
+// folderWarnings says what about the two folders as a whole makes the comparison doubtful: a
+// folder that is not complete, the notes of reading either, differing environments, and, when
+// configs are joined by id, no id on both sides.
+func folderWarnings(rep *Report, old, new *Side, oc, nc *configSet, by JoinBy) []string {
+	var warnings []string
 	for _, s := range []struct {
 		name string
 		side *Side
 		info Folder
 	}{{"old", old, rep.Old}, {"new", new, rep.New}} {
 		if s.info.Status != results.StatusComplete {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the %s folder is %s, not complete: it may lack requests", s.name, s.info.Status))
+			warnings = append(warnings, fmt.Sprintf("the %s folder is %s, not complete: it may lack requests", s.name, s.info.Status))
 		}
 		for _, n := range s.side.Notes {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s folder: %s", s.name, n))
+			warnings = append(warnings, fmt.Sprintf("%s folder: %s", s.name, n))
 		}
 	}
 	if d := DifferingEnv(rep.Env); len(d) > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the environments differ (%s): this compares different experiments", joinNames(d)))
+		warnings = append(warnings, fmt.Sprintf("the environments differ (%s): this compares different experiments", joinNames(d)))
 	}
-	if len(rep.OnlyOld)+len(rep.OnlyNew) > 0 && len(rep.OnlyOld) == len(oc.order) && len(rep.OnlyNew) == len(nc.order) && opt.JoinBy == ByID {
-		rep.Warnings = append(rep.Warnings, "no config id is on both sides: a change to the experiment's fixed parts changes every id; "+
+	if len(rep.OnlyOld)+len(rep.OnlyNew) > 0 && len(rep.OnlyOld) == len(oc.order) && len(rep.OnlyNew) == len(nc.order) && by == ByID {
+		warnings = append(warnings, "no config id is on both sides: a change to the experiment's fixed parts changes every id; "+
 			"join by label to compare such runs")
 	}
-	if opt.Strict {
-		// A folder whose reset did not take measured warm caches, not what it says it measured.
-		failures = append(failures, cacheHitsAfterReset("old", old)...)
-		failures = append(failures, cacheHitsAfterReset("new", new)...)
-	}
-	rep.Gate = evaluateGate(rep, opt, failures)
-	return rep, nil
-}
-
-// failureRate returns the config's failed and measured requests and the failed share in
-// percent (NaN without measured requests).
-func (c *config) failureRate() (failed, measured int, pct float64) {
-	for _, r := range c.measured {
-		if r.Status != record.StatusOK {
-			failed++
-		}
-	}
-	measured = len(c.measured)
-	pct = math.NaN()
-	if measured > 0 {
-		pct = 100 * float64(failed) / float64(measured)
-	}
-	return failed, measured, pct
-}
-
-// failedRule applies a threshold on the failed-request rate to a config on both sides: the
-// rate is the share of measured requests that failed, and the threshold is in percentage
-// points of that share (failed:+5% fails when it grew by more than 5 points). A side without
-// measured requests counts as all failed on the new side and as no failures on the old one, so
-// that a new run that sent nothing fails and an old one that sent nothing does not excuse it.
-// It returns why the config fails the rule, or "".
-func failedRule(o, n *config, t Threshold) string {
-	of, om, op := o.failureRate()
-	nf, nm, np := n.failureRate()
-	if om == 0 {
-		op = 0
-	}
-	if nm == 0 {
-		np = 100
-	}
-	if !t.Exceeded(np - op) {
-		return ""
-	}
-	return fmt.Sprintf("%s failed: %d of %d measured requests failed, was %d of %d (%+.3g points) is beyond %s",
-		o.ref.Label, nf, nm, of, om, np-op, t.Limit())
-}
-
-// config is one config of one side and its measured requests.
-type config struct {
-	key      string
-	ref      ConfigRef
-	measured []*record.Request
-	loaded   bool // a load section, or rows sent under one: the load-only metrics apply
-}
-
-type configSet struct {
-	order []*config
-	byKey map[string]*config
-}
-
-// groupConfigs lists a side's configs in expansion order, then any config that only its
-// requests name, in order of appearance, each with its measured requests.
-func groupConfigs(s *Side, by JoinBy) (*configSet, error) {
-	set := &configSet{byKey: map[string]*config{}}
-	byID := map[string]*config{}
-	configs := append([]experiment.Config(nil), s.Manifest.Configs...)
-	sort.SliceStable(configs, func(i, j int) bool { return configs[i].Index < configs[j].Index })
-	add := func(id, label string) (*config, error) {
-		key := id
-		if by == ByLabel {
-			key = label
-		}
-		if prev := set.byKey[key]; prev != nil {
-			return nil, fmt.Errorf("%s: configs %s and %s have the same label %q: they cannot be joined by label", s.Dir, prev.ref.ID, id, label)
-		}
-		c := &config{key: key, ref: ConfigRef{ID: id, Label: label}}
-		set.byKey[key] = c
-		set.order = append(set.order, c)
-		byID[id] = c
-		return c, nil
-	}
-	for _, c := range configs {
-		if byID[c.ID] != nil {
-			continue
-		}
-		g, err := add(c.ID, c.Label)
-		if err != nil {
-			return nil, err
-		}
-		g.loaded = c.Load != nil
-	}
-	for i := range s.Requests {
-		r := &s.Requests[i]
-		c := byID[r.ConfigID]
-		if c == nil {
-			var err error
-			if c, err = add(r.ConfigID, r.ConfigID); err != nil {
-				return nil, err
-			}
-		}
-		// The rows that results.Summarize describes: the measure phase. Failed ones are
-		// counted, not compared.
-		if r.Phase == record.PhaseMeasure {
-			c.measured = append(c.measured, r)
-		}
-		c.loaded = c.loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
-	}
-	return set, nil
-}
-
-func folderInfo(s *Side, set *configSet) Folder {
-	f := Folder{Dir: s.Dir, Experiment: s.Manifest.Experiment.Name, Status: s.Status, Start: s.Manifest.Start.UTC(),
-		RunnerVersion: s.Manifest.Runner.Version, Configs: len(set.order)}
-	for _, c := range set.order {
-		failed, measured, _ := c.failureRate()
-		f.Measured += measured
-		f.Failed += failed
-	}
-	return f
-}
-
-// values returns the config's values of metric m over its successful measured requests, and the
-// number of its failed measured requests.
-func (c *config) values(m results.Metric) (xs []float64, failed int) {
-	for _, r := range c.measured {
-		if r.Status != record.StatusOK {
-			failed++
-			continue
-		}
-		if v, ok := m.Value(r); ok {
-			xs = append(xs, v)
-		}
-	}
-	return xs, failed
-}
-
-// configRows compares every metric of a config; o or n is nil for a config on one side only.
-func configRows(o, n *config, alpha float64, thresholds map[string]Threshold) []Row {
-	var rows []Row
-	for _, m := range results.Metrics() {
-		if m.LoadOnly() && !(o != nil && o.loaded) && !(n != nil && n.loaded) {
-			continue // neither side was under load: as summaries do, leave the metric out
-		}
-		row := Row{Metric: m.Name, Unit: m.Unit, Presence: Both, ChangePct: math.NaN(), P: math.NaN(), MinP: math.NaN(),
-			Verdict: Untested}
-		var ox, nx []float64
-		switch {
-		case n == nil:
-			row.Presence, row.ConfigID, row.Label = OldOnly, o.ref.ID, o.ref.Label
-		case o == nil:
-			row.Presence, row.ConfigID, row.Label = NewOnly, n.ref.ID, n.ref.Label
-		default:
-			row.ConfigID, row.Label = o.ref.ID, o.ref.Label
-		}
-		if o != nil {
-			ox, row.Old.Failed = o.values(m)
-		}
-		if n != nil {
-			nx, row.New.Failed = n.values(m)
-		}
-		if m.PresentOnly() && len(ox) == 0 && len(nx) == 0 {
-			continue // neither side has a value (no server timings): as summaries do, leave it out
-		}
-		row.Old = describe(ox, row.Old.Failed)
-		row.New = describe(nx, row.New.Failed)
-		t, gated := thresholds[m.Name]
-		if gated && row.Presence != NewOnly {
-			row.Threshold = t.Limit()
-		}
-		if row.Presence == Both {
-			compareSamples(&row, ox, nx, alpha)
-			if gated {
-				row.Gate = gateRow(&row, t, alpha)
-			}
-		}
-		if gated && row.Presence != NewOnly && row.Old.N > 0 && row.New.N == 0 {
-			// The baseline had values and the new run has none: the new run failed, or lost
-			// the config. That is not a comparison that could not be made; it is a run that did
-			// not measure what it had to.
-			row.Gate = GateMissing
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
-
-func describe(xs []float64, failed int) Sample {
-	s := stats.Summarize(xs)
-	return Sample{N: s.N, Failed: failed, Median: s.Median, CILow: s.MedianCILow, CIHigh: s.MedianCIHigh}
-}
-
-// compareSamples fills the test, the change and the verdict of a row whose config is on both
-// sides, with its warnings.
-func compareSamples(row *Row, ox, nx []float64, alpha float64) {
-	if row.Old.Failed > 0 || row.New.Failed > 0 {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("failed requests: old %d, new %d", row.Old.Failed, row.New.Failed))
-	}
-	if len(ox) == 0 || len(nx) == 0 {
-		var sides []string
-		if len(ox) == 0 {
-			sides = append(sides, "old")
-		}
-		if len(nx) == 0 {
-			sides = append(sides, "new")
-		}
-		row.Warnings = append(row.Warnings, fmt.Sprintf("no values on the %s side: not compared", joinAnd(sides)))
-		return
-	}
-	if row.Old.Median != 0 {
-		row.ChangePct = (row.New.Median - row.Old.Median) / math.Abs(row.Old.Median) * 100
-	} else if row.New.Median != 0 {
-		row.Warnings = append(row.Warnings, "the old median is 0: no percent change")
-	} else {
-		row.ChangePct = 0
-	}
-	mw, err := stats.MannWhitneyU(ox, nx)
-	if err != nil {
-		// The values are finite and both samples non-empty, which is all the test needs.
-		row.Warnings = append(row.Warnings, "not tested: "+err.Error())
-		return
-	}
-	row.P, row.Test = mw.P, mw.Method
-	row.MinP = stats.MannWhitneyMinP(len(ox), len(nx))
-	row.Significant = row.P < alpha
-	if row.MinP >= alpha {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("n=%d+%d: too few values to detect any change at alpha %g "+
-			"(the smallest possible p-value is %.3g, need at least %d a side)", len(ox), len(nx), alpha, row.MinP, stats.MannWhitneyMinN(alpha)))
-	}
-	for _, side := range []struct {
-		name string
-		s    Sample
-	}{{"old", row.Old}, {"new", row.New}} {
-		if math.IsNaN(side.s.CILow) {
-			row.Warnings = append(row.Warnings, fmt.Sprintf("n=%d: too few %s values for a %g%% interval of the median (need %d)",
-				side.s.N, side.name, stats.Level*100, stats.MinSamplesForCI(stats.Level)))
-		}
-	}
-	switch {
-	case !row.Significant:
-		row.Verdict = Same
-	case row.Unit == "ms" && row.ChangePct > 0:
-		row.Verdict = Worse
-	case row.Unit == "ms" && row.ChangePct < 0:
-		row.Verdict = Better
-	default:
-		row.Verdict = Changed
-	}
-	if row.Significant && row.Unit != "ms" {
-		switch row.Metric {
-		case "output_tokens":
-			row.Warnings = append(row.Warnings, fmt.Sprintf("output_tokens changed significantly (%s): the requests generate different lengths, "+
-				"so this is a different experiment", pct(row.ChangePct)))
-		default:
-			row.Warnings = append(row.Warnings, fmt.Sprintf("%s changed significantly (%s): the server streams its output differently, "+
-				"so tpot_event is not comparable", row.Metric, pct(row.ChangePct)))
-		}
-	}
-}
-
-// gateRow applies a threshold to a compared row.
-func gateRow(row *Row, t Threshold, alpha float64) GateVerdict {
-	switch {
-	case row.Old.N == 0 || row.New.N == 0 || math.IsNaN(row.P) || row.MinP >= alpha:
-		return GateUntestable
-	case row.Significant && math.IsNaN(row.ChangePct):
-		return GateUntestable
-	case row.Significant && t.Exceeded(row.ChangePct):
-		return GateFail
-	default:
-		return GateOK
-	}
-}
-
-func evaluateGate(rep *Report, opt Options, failures []string) Gate {
-	g := Gate{Thresholds: append([]Threshold(nil), opt.Thresholds...), Strict: opt.Strict}
-	// The missing metrics of a config make one reason, not one per metric.
-	var missingOrder []*Row
-	missing := map[string][]string{}
-	for i := range rep.Rows {
-		r := &rep.Rows[i]
-		if r.Gate == GateMissing && !opt.AllowMissing {
-			if missing[r.ConfigID] == nil {
-				missingOrder = append(missingOrder, r)
-			}
-			missing[r.ConfigID] = append(missing[r.ConfigID], r.Metric)
-		}
-	}
-	for _, r := range rep.Rows {
-		switch {
-		case r.Gate == GateFail:
-			g.Reasons = append(g.Reasons, fmt.Sprintf("%s %s: %s (%s) is beyond %s", r.Label, r.Metric, pct(r.ChangePct), pEq(r.P, opt.Alpha), r.Threshold))
-		case opt.Strict && r.Gate == GateUntestable:
-			g.Reasons = append(g.Reasons, fmt.Sprintf("%s %s: cannot be tested (n=%d+%d)", r.Label, r.Metric, r.Old.N, r.New.N))
-		case opt.Strict && r.Presence == Both && r.Unit != "ms" && r.Significant:
-			g.Reasons = append(g.Reasons, fmt.Sprintf("%s %s: changed significantly (%s)", r.Label, r.Metric, pct(r.ChangePct)))
-		}
-	}
-	for _, r := range missingOrder {
-		if r.Presence == OldOnly {
-			g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is missing from the new run", r.Label, r.ConfigID))
-			continue
-		}
-		g.Reasons = append(g.Reasons, fmt.Sprintf("%s (%s): no %s values in the new run, which the old run has (%s failed)",
-			r.Label, r.ConfigID, joinAnd(missing[r.ConfigID]), tabular.Plural(r.New.Failed, "measured request")))
-	}
-	// A config the new run lost fails any gate, not only one on a metric it had values of: a
-	// gate of failed:+N% alone must not pass a run that dropped configs.
-	gone := map[string]bool{}
-	for _, c := range rep.OnlyOld {
-		if len(opt.Thresholds) > 0 && !opt.AllowMissing && len(missing[c.ID]) == 0 {
-			g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is missing from the new run", c.Label, c.ID))
-		}
-		gone[c.ID] = len(opt.Thresholds) > 0 && !opt.AllowMissing
-	}
-	g.Reasons = append(g.Reasons, failures...)
-	if opt.Strict {
-		if d := DifferingEnv(rep.Env); len(d) > 0 {
-			g.Reasons = append(g.Reasons, "the environments differ: "+joinNames(d))
-		}
-		for _, c := range rep.OnlyOld {
-			if !gone[c.ID] {
-				g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is only in the old folder", c.Label, c.ID))
-			}
-		}
-		for _, c := range rep.OnlyNew {
-			g.Reasons = append(g.Reasons, fmt.Sprintf("config %s (%s) is only in the new folder", c.Label, c.ID))
-		}
-	}
-	switch {
-	case len(g.Reasons) > 0:
-		g.Result = GateFailed
-	case len(opt.Thresholds) == 0 && !opt.Strict:
-		g.Result = GateOff
-	default:
-		g.Result = GatePassed
-	}
-	return g
-}
-
-// Failed reports whether the gate failed.
-func (g Gate) Failed() bool { return g.Result == GateFailed }
-
-// pct formats a change in percent with its sign: +9.66%, -3.20%, +0.00%.
-func pct(x float64) string {
-	if math.IsNaN(x) {
-		return "-"
-	}
-	return fmt.Sprintf("%+.2f%%", x)
-}
-
-// pValue formats a p-value for people: three decimals, or <0.001. Where three decimals would
-// put p on the other side of alpha (0.0496 is not "0.050" when alpha is 0.05), it shows as many
-// more digits as it takes.
-func pValue(p, alpha float64) string {
-	switch {
-	case math.IsNaN(p):
-		return "-"
-	case p < 0.001:
-		return "<0.001"
-	}
-	for digits := 3; ; digits++ {
-		s := strconv.FormatFloat(p, 'f', digits, 64)
-		shown, _ := strconv.ParseFloat(s, 64)
-		if (shown < alpha) == (p < alpha) || digits >= 17 {
-			return s
-		}
-	}
-}
-
-func joinAnd(xs []string) string {
-	switch len(xs) {
-	case 0:
-		return ""
-	case 1:
-		return xs[0]
-	}
-	s := xs[0]
-	for _, x := range xs[1 : len(xs)-1] {
-		s += ", " + x
-	}
-	return s + " and " + xs[len(xs)-1]
-}
-
-// cacheHitsAfterReset says, one sentence per config, where a side's measured requests hit the
-// prefix cache although it was reset before them (record.Request.CacheHitAfterReset).
-func cacheHitsAfterReset(side string, s *Side) []string {
-	var order []string
-	hits := map[string]int{}
-	for i := range s.Requests {
-		r := &s.Requests[i]
-		if r.Phase != record.PhaseMeasure || !r.CacheHitAfterReset {
-			continue
-		}
-		if hits[r.ConfigID] == 0 {
-			order = append(order, r.ConfigID)
-		}
-		hits[r.ConfigID]++
-	}
-	out := make([]string, 0, len(order))
-	for _, id := range order {
-		out = append(out, fmt.Sprintf("config %s in the %s folder: %s hit the prefix cache after it was reset, so the reset did not take",
-			id, side, tabular.Plural(hits[id], "measured request")))
-	}
-	return out
+	return warnings
 }

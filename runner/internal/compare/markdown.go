@@ -36,32 +36,58 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 		fmt.Fprint(w, " Configs are joined by label.")
 	}
 	fmt.Fprintln(w)
-
 	differ := DifferingEnv(r.Env)
 	if len(differ) > 0 {
-		fmt.Fprint(w, "\n> [!WARNING]\n> **The environments differ: this compares different experiments, not a change of one.**\n>\n")
-		fmt.Fprint(w, "> | field | old | new |\n> | --- | --- | --- |\n")
-		for _, f := range r.Env {
-			if f.Matters && f.Differs() {
-				fmt.Fprintf(w, "> | %s | %s | %s |\n", f.Name, mdCode(f.Old), mdCode(f.New))
-			}
+		mdEnvWarning(w, r.Env)
+	}
+	mdRows(w, r)
+	mdOneSided(w, r)
+	if len(differ) == 0 {
+		fmt.Fprintf(w, "\n%s\n", envSummary(r.Env))
+	}
+	mdEnvInfo(w, r.Env)
+	mdWarnings(w, r)
+	line := gateLine(r.Gate)
+	head, rest, _ := strings.Cut(line, " (")
+	fmt.Fprintf(w, "\n**%s** (%s\n", head, mdEscape.Replace(rest))
+	if len(r.Gate.Reasons) > 0 {
+		fmt.Fprintln(w)
+		for _, reason := range r.Gate.Reasons {
+			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(reason))
 		}
 	}
+	return w.Err()
+}
 
+// mdEnvWarning writes the warning block of environments that differ where it matters, with a
+// table of the fields that do.
+func mdEnvWarning(w io.Writer, env []EnvField) {
+	fmt.Fprint(w, "\n> [!WARNING]\n> **The environments differ: this compares different experiments, not a change of one.**\n>\n")
+	fmt.Fprint(w, "> | field | old | new |\n> | --- | --- | --- |\n")
+	for _, f := range env {
+		if f.Matters && f.Differs() {
+			fmt.Fprintf(w, "> | %s | %s | %s |\n", f.Name, mdCode(f.Old), mdCode(f.New))
+		}
+	}
+}
+
+// mdRows writes the table of the configs on both sides, one row a metric, with significant
+// changes and failed gates in bold, or says that there is none.
+func mdRows(w io.Writer, r *Report) {
 	gated := hasGate(r)
 	header := tableHeader(r)
 	align := []string{"---", "---", "---:", "---:", "---:", "---:", "---:"}
 	if gated {
 		header, align = append(header, "gate"), append(align, "---")
 	}
-	any := false
+	wrote := false
 	for _, row := range r.Rows {
 		if row.Presence != Both {
 			continue
 		}
-		if !any {
+		if !wrote {
 			fmt.Fprintf(w, "\n| %s |\n| %s |\n", strings.Join(header, " | "), strings.Join(align, " | "))
-			any = true
+			wrote = true
 		}
 		change := changeCell(row)
 		if row.Significant {
@@ -78,10 +104,13 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
-	if !any {
+	if !wrote {
 		fmt.Fprintln(w, "\nNo config is in both folders: nothing to compare.")
 	}
+}
 
+// mdOneSided lists the configs of each folder that the other lacks.
+func mdOneSided(w io.Writer, r *Report) {
 	for _, side := range []struct {
 		name string
 		refs []ConfigRef
@@ -94,12 +123,12 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 			fmt.Fprintf(w, "- %s (%s)\n", mdEscape.Replace(c.Label), mdCode(c.ID))
 		}
 	}
+}
 
-	if len(differ) == 0 {
-		fmt.Fprintf(w, "\n%s\n", envSummary(r.Env))
-	}
+// mdEnvInfo lists the fields of the environments that differ without mattering.
+func mdEnvInfo(w io.Writer, env []EnvField) {
 	var info []EnvField
-	for _, f := range r.Env {
+	for _, f := range env {
 		if !f.Matters && f.Differs() {
 			info = append(info, f)
 		}
@@ -110,7 +139,10 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 			fmt.Fprintf(w, "- %s: %s → %s\n", f.Name, mdCode(f.Old), mdCode(f.New))
 		}
 	}
+}
 
+// mdWarnings lists the rows' warnings, grouped by config, then the report's own.
+func mdWarnings(w io.Writer, r *Report) {
 	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
 		fmt.Fprint(w, "\n**Warnings**\n\n")
 		for _, x := range ws {
@@ -120,15 +152,4 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(x))
 		}
 	}
-
-	line := gateLine(r.Gate)
-	head, rest, _ := strings.Cut(line, " (")
-	fmt.Fprintf(w, "\n**%s** (%s\n", head, mdEscape.Replace(rest))
-	if len(r.Gate.Reasons) > 0 {
-		fmt.Fprintln(w)
-		for _, reason := range r.Gate.Reasons {
-			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(reason))
-		}
-	}
-	return w.Err()
 }

@@ -32,24 +32,50 @@ func (e *TextEncoder) Wide(wide bool) *TextEncoder {
 // Encode writes r.
 func (e *TextEncoder) Encode(r *Report) error {
 	w := tabular.NewErrWriter(e.w)
-	say := func(first, rest, text string) {
-		if e.wide {
-			fmt.Fprintln(w, first+text)
-			return
-		}
-		fmt.Fprintln(w, tabular.Wrap(text, tabular.Width, first, rest))
-	}
-	say("old: ", "     ", fmt.Sprintf("%s (%s)", r.Old.Dir, headline(r.Old)))
-	say("new: ", "     ", fmt.Sprintf("%s (%s)", r.New.Dir, headline(r.New)))
+	e.say(w, "old: ", "     ", fmt.Sprintf("%s (%s)", r.Old.Dir, headline(r.Old)))
+	e.say(w, "new: ", "     ", fmt.Sprintf("%s (%s)", r.New.Dir, headline(r.New)))
 	if e.wide {
 		fmt.Fprintln(w, method(r))
 	} else {
-		say("", "", narrowMethod(r))
+		e.say(w, "", "", narrowMethod(r))
 	}
 	if r.JoinBy == ByLabel {
 		fmt.Fprintln(w, "Configs are joined by label.")
 	}
+	e.writeRows(w, r)
+	writeOneSided(w, r)
+	fmt.Fprintln(w)
+	writeEnv(w, r.Env)
+	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, x := range ws {
+			e.say(w, "  ", "    ", fmt.Sprintf("%s: %s (%s)", x.Label, x.Text, strings.Join(x.Metrics, ", ")))
+		}
+		for _, x := range r.Warnings {
+			e.say(w, "  ", "    ", x)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, gateLine(r.Gate))
+	for _, reason := range r.Gate.Reasons {
+		fmt.Fprintf(w, "  %s\n", reason)
+	}
+	return w.Err()
+}
 
+// say writes text as a line after first, wrapped to the width of the narrow table with the
+// lines after the first indented by rest; wide, it writes it unwrapped.
+func (e *TextEncoder) say(w io.Writer, first, rest, text string) {
+	if e.wide {
+		fmt.Fprintln(w, first+text)
+		return
+	}
+	fmt.Fprintln(w, tabular.Wrap(text, tabular.Width, first, rest))
+}
+
+// writeRows writes the table of the configs on both sides, one row a metric, or says that
+// there is none.
+func (e *TextEncoder) writeRows(w io.Writer, r *Report) {
 	header := tableHeader(r)
 	gated := hasGate(r)
 	if gated {
@@ -71,18 +97,21 @@ func (e *TextEncoder) Encode(r *Report) error {
 		}
 		lines = append(lines, cells)
 	}
-	if len(lines) > 0 {
-		fmt.Fprintln(w)
-		if e.wide {
-			writeTable(w, header, lines, 2)
-		} else {
-			header[2], header[3] = "old median", "new median"
-			writeLabelledTable(w, header, lines)
-		}
-	} else {
+	if len(lines) == 0 {
 		fmt.Fprintln(w, "\nNo config is in both folders: nothing to compare.")
+		return
 	}
+	fmt.Fprintln(w)
+	if e.wide {
+		writeTable(w, header, lines, 2)
+	} else {
+		header[2], header[3] = "old median", "new median"
+		writeLabelledTable(w, header, lines)
+	}
+}
 
+// writeOneSided lists the configs of each folder that the other lacks.
+func writeOneSided(w io.Writer, r *Report) {
 	for _, side := range []struct {
 		name string
 		refs []ConfigRef
@@ -97,10 +126,14 @@ func (e *TextEncoder) Encode(r *Report) error {
 		}
 		writeIndented(w, ls)
 	}
+}
 
-	fmt.Fprintln(w)
+// writeEnv writes how the two folders' environments compare: loudly the fields that make this
+// a comparison of different experiments, else a line of what is the same, then the fields
+// that differ without mattering.
+func writeEnv(w io.Writer, env []EnvField) {
 	var differ, info [][]string
-	for _, f := range r.Env {
+	for _, f := range env {
 		if !f.Differs() {
 			continue
 		}
@@ -114,29 +147,12 @@ func (e *TextEncoder) Encode(r *Report) error {
 		fmt.Fprintln(w, "!!! THE ENVIRONMENTS DIFFER: this compares different experiments, not a change of one !!!")
 		writeIndented(w, differ)
 	} else {
-		fmt.Fprintln(w, envSummary(r.Env))
+		fmt.Fprintln(w, envSummary(env))
 	}
 	if len(info) > 0 {
 		fmt.Fprintln(w, "Also different (for information):")
 		writeIndented(w, info)
 	}
-
-	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
-		fmt.Fprintln(w, "\nWarnings:")
-		for _, x := range ws {
-			say("  ", "    ", fmt.Sprintf("%s: %s (%s)", x.Label, x.Text, strings.Join(x.Metrics, ", ")))
-		}
-		for _, x := range r.Warnings {
-			say("  ", "    ", x)
-		}
-	}
-
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, gateLine(r.Gate))
-	for _, reason := range r.Gate.Reasons {
-		fmt.Fprintf(w, "  %s\n", reason)
-	}
-	return w.Err()
 }
 
 // writeTable writes a header and rows with tabwriter: the first `left` columns left-aligned,

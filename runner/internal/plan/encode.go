@@ -23,21 +23,18 @@ var (
 	_ Encoder = (*CSVEncoder)(nil)
 )
 
+// formats are the output formats of a Plan, in the order help lists them.
+var formats = tabular.NewFormats(
+	tabular.Format[Encoder]{Name: "text", New: func(w io.Writer) Encoder { return NewTextEncoder(w) }},
+	tabular.Format[Encoder]{Name: "json", New: func(w io.Writer) Encoder { return NewJSONEncoder(w) }},
+	tabular.Format[Encoder]{Name: "csv", New: func(w io.Writer) Encoder { return NewCSVEncoder(w) }},
+)
+
 // Formats returns the names of the output formats, in the order help lists them.
-func Formats() []string { return []string{"text", "json", "csv"} }
+func Formats() []string { return formats.Names() }
 
 // NewEncoder returns the encoder of a format named by Formats over w.
-func NewEncoder(format string, w io.Writer) (Encoder, error) {
-	switch format {
-	case "text":
-		return NewTextEncoder(w), nil
-	case "json":
-		return NewJSONEncoder(w), nil
-	case "csv":
-		return NewCSVEncoder(w), nil
-	}
-	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats(), ", "))
-}
+func NewEncoder(format string, w io.Writer) (Encoder, error) { return formats.New(format, w) }
 
 // TextEncoder writes a Plan as aligned tables, configs then servers, and a totals line.
 type TextEncoder struct{ w io.Writer }

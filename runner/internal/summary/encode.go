@@ -30,23 +30,19 @@ var (
 	_ Encoder = (*JSONEncoder)(nil)
 )
 
+// formats are the output formats of a Report, in the order help lists them.
+var formats = tabular.NewFormats(
+	tabular.Format[Encoder]{Name: "text", New: func(w io.Writer) Encoder { return NewTextEncoder(w) }},
+	tabular.Format[Encoder]{Name: "markdown", Aliases: []string{"md"}, New: func(w io.Writer) Encoder { return NewMarkdownEncoder(w) }},
+	tabular.Format[Encoder]{Name: "csv", New: func(w io.Writer) Encoder { return NewCSVEncoder(w) }},
+	tabular.Format[Encoder]{Name: "json", New: func(w io.Writer) Encoder { return NewJSONEncoder(w) }},
+)
+
 // Formats returns the names of the output formats, in the order help lists them.
-func Formats() []string { return []string{"text", "markdown", "csv", "json"} }
+func Formats() []string { return formats.Names() }
 
 // NewEncoder returns the encoder of a format named by Formats (md is markdown) over w.
-func NewEncoder(format string, w io.Writer) (Encoder, error) {
-	switch format {
-	case "text":
-		return NewTextEncoder(w), nil
-	case "markdown", "md":
-		return NewMarkdownEncoder(w), nil
-	case "csv":
-		return NewCSVEncoder(w), nil
-	case "json":
-		return NewJSONEncoder(w), nil
-	}
-	return nil, fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats(), ", "))
-}
+func NewEncoder(format string, w io.Writer) (Encoder, error) { return formats.New(format, w) }
 
 // num formats a value for the text and markdown tables; "-" when missing.
 func num(f float64) string {

@@ -1,6 +1,7 @@
 // Package tabular holds the conventions that every table the runner writes follows, whatever
 // its format: one CSV dialect, a missing value as an empty cell or a JSON null, warnings grouped
-// per config below a table, and write errors kept rather than dropped.
+// per config below a table, write errors kept rather than dropped, and one way of choosing a
+// table's output format by name (Formats).
 //
 // It sits below every package that writes a table (results, decompose, compare, plan, summary)
 // and imports none of them.
