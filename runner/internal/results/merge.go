@@ -646,7 +646,7 @@ func writeMergedFiles(dir string, man *Manifest, reqs []record.Request, samples 
 	for _, o := range []struct {
 		name   string
 		header []string
-	}{{RequestsFile, requestsTable.header()}, {EventsFile, eventsTable.header()}, {OutputsFile, nil}, {ErrorsFile, nil}} {
+	}{{RequestsFile, RequestsCSV.header()}, {EventsFile, EventsCSV.header()}, {OutputsFile, nil}, {ErrorsFile, nil}} {
 		f, err := os.OpenFile(filepath.Join(dir, o.name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
 			return err
@@ -685,7 +685,7 @@ func writeMergedFiles(dir string, man *Manifest, reqs []record.Request, samples 
 	opened = nil
 
 	var buf bytes.Buffer
-	if err := WriteConfigs(&buf, ConfigRows(man.Configs)); err != nil {
+	if err := ConfigsCSV.Write(&buf, ConfigRows(man.Configs)); err != nil {
 		return err
 	}
 	if err := writeAtomic(dir, ConfigsFile, buf.Bytes()); err != nil {
@@ -695,7 +695,7 @@ func writeMergedFiles(dir string, man *Manifest, reqs []record.Request, samples 
 		return err
 	}
 	buf.Reset()
-	if err := WriteSummary(&buf, Summarize(man.Configs, reqs)); err != nil {
+	if err := SummaryCSV.Write(&buf, Summarize(man.Configs, reqs)); err != nil {
 		return err
 	}
 	if err := writeAtomic(dir, SummaryFile, buf.Bytes()); err != nil {
@@ -708,7 +708,7 @@ func writeMergedFiles(dir string, man *Manifest, reqs []record.Request, samples 
 	}
 	if hasLoadServer {
 		buf.Reset()
-		if err := writeAll(&buf, loadServerTable, loadServer); err != nil {
+		if err := writeAll(&buf, LoadServerCSV, loadServer); err != nil {
 			return err
 		}
 		if err := writeAtomic(dir, LoadServerFile, buf.Bytes()); err != nil {
@@ -717,7 +717,7 @@ func writeMergedFiles(dir string, man *Manifest, reqs []record.Request, samples 
 	}
 	if hasTel {
 		buf.Reset()
-		if err := writeAll(&buf, telemetryTable, samples); err != nil {
+		if err := writeAll(&buf, TelemetryCSV, samples); err != nil {
 			return err
 		}
 		if err := writeAtomic(dir, TelemetryFile, buf.Bytes()); err != nil {

@@ -647,7 +647,7 @@ func TestMergeNotes(t *testing.T) {
 func TestReadServersWithoutShardColumns(t *testing.T) {
 	old := "schema_version,server_id,resume,engine,engine_version,model,boot_start_time,boot_s,exit_code,exit_signal,log_file\n" +
 		"1,s0-77aa,0,sim,0.1.0,tiny,2026-11-29T08:12:00.123456789Z,12.500000,0,,logs/s0-77aa.log\n"
-	s := NewServerScanner(strings.NewReader(old), ServersFile)
+	s := ServersCSV.NewScanner(strings.NewReader(old), ServersFile)
 	if !s.Scan() {
 		t.Fatal(s.Err())
 	}

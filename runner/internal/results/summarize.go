@@ -2,7 +2,6 @@ package results
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"sort"
@@ -82,7 +81,10 @@ type SummaryRow struct {
 	stats.Summary
 }
 
-var summaryTable = &table[SummaryRow]{file: SummaryFile, cols: []column[SummaryRow]{
+// SummaryCSV is summary.csv: one row per config and metric. Values are written with six
+// decimals; NaN (undefined) is an empty cell, and reads back as NaN; warnings are joined with
+// "; ".
+var SummaryCSV = &Table[SummaryRow]{file: SummaryFile, cols: []column[SummaryRow]{
 	intCol("config_index", func(s *SummaryRow) *int { return &s.ConfigIndex }),
 	strCol("config_id", func(s *SummaryRow) *string { return &s.ConfigID }),
 	strCol("server_id", func(s *SummaryRow) *string { return &s.ServerID }),
@@ -103,26 +105,6 @@ var summaryTable = &table[SummaryRow]{file: SummaryFile, cols: []column[SummaryR
 	floatCol("median_ci_level", 6, func(s *SummaryRow) *float64 { return &s.MedianCILevel }),
 	listCol("warnings", func(s *SummaryRow) *[]string { return &s.Warnings }),
 }}
-
-// SummaryColumns returns the columns of summary.csv in file order.
-func SummaryColumns() []Column { return summaryTable.Columns() }
-
-// NewSummaryEncoder returns an encoder of summary.csv rows. Values are written with six
-// decimals; NaN (undefined) is an empty cell; warnings are joined with "; ".
-func NewSummaryEncoder(w io.Writer) *Encoder[SummaryRow] {
-	return &Encoder[SummaryRow]{w: w, t: summaryTable}
-}
-
-// NewSummaryScanner returns a scanner of summary.csv rows read from r; name is the file name
-// that errors carry. A missing value reads as NaN.
-func NewSummaryScanner(r io.Reader, name string) *Scanner[SummaryRow] {
-	return newCSVScanner(r, name, summaryTable, nil)
-}
-
-// WriteSummary writes rows as summary.csv: a header, then the rows.
-func WriteSummary(w io.Writer, rows []SummaryRow) error {
-	return writeAll(w, summaryTable, rows)
-}
 
 // Summarize describes each config's measured requests, one row per config and metric, configs
 // in expansion order (then any config the list lacks, in order of first appearance) and metrics

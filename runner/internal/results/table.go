@@ -55,15 +55,35 @@ func addedLater[T any](cols ...column[T]) []column[T] {
 	return cols
 }
 
-// table is the ordered column list of one CSV file. Its first column is always
-// schema_version, which the table writes and checks itself.
-type table[T any] struct {
+// Table is one CSV file of a result folder: its name and its ordered column list, from which
+// the folder's writer, its readers, its data package (SchemaFile) and the conversions of
+// package export all derive, so that they cannot disagree. Its first column is always
+// schema_version, which the table writes and checks itself. Each file has one Table variable
+// (RequestsCSV, EventsCSV, ...); folderTables lists them in the order the data package names
+// them.
+type Table[T any] struct {
 	file string
 	cols []column[T]
+	// extra, if set, reads the cells of the columns that the table does not know, in file
+	// order: configs.csv has one column per axis of its configs.
+	extra func(v *T, names, vals []string) error
+	// shape, if set, returns the table that Write uses for rows, where the columns depend on
+	// the rows: configs.csv has a column per axis, load.csv the server's figures only where a
+	// row has them.
+	shape func(t *Table[T], rows []T) *Table[T]
+	// optional files are written only once they have a row (telemetry.csv, load_server.csv):
+	// the data package names them only where the folder has them.
+	optional bool
+	// inFolder, if set, returns the columns of the file in a folder whose configs are configs
+	// and which holds the files that has reports, where those depend on the folder.
+	inFolder func(t *Table[T], configs []ConfigRow, has func(file string) bool) []Column
 }
 
+// File returns the file's name in a result folder, e.g. requests.csv.
+func (t *Table[T]) File() string { return t.file }
+
 // Columns returns the file's columns in order, schema_version first.
-func (t *table[T]) Columns() []Column {
+func (t *Table[T]) Columns() []Column {
 	out := []Column{{Name: "schema_version", Kind: KindInt, Required: true}}
 	for _, c := range t.cols {
 		out = append(out, c.Column)
@@ -71,7 +91,46 @@ func (t *table[T]) Columns() []Column {
 	return out
 }
 
-func (t *table[T]) header() []string {
+// ColumnsOf returns the columns that Write writes for rows, in order: Columns, except for a
+// file whose columns depend on its rows (configs.csv, load.csv).
+func (t *Table[T]) ColumnsOf(rows []T) []Column { return t.shaped(rows).Columns() }
+
+// shaped returns the table that writes rows.
+func (t *Table[T]) shaped(rows []T) *Table[T] {
+	if t.shape != nil {
+		return t.shape(t, rows)
+	}
+	return t
+}
+
+// NewEncoder returns an encoder of the file's rows that writes to w, with every column of
+// Columns.
+func (t *Table[T]) NewEncoder(w io.Writer) *Encoder[T] { return &Encoder[T]{w: w, t: t} }
+
+// NewScanner returns a scanner of the file's rows read from r; name is the file name that
+// errors carry.
+func (t *Table[T]) NewScanner(r io.Reader, name string) *Scanner[T] {
+	return newCSVScanner(r, name, t)
+}
+
+// Write writes a whole file of rows: its header, then the rows in order, the header even when
+// there is no row. Its columns are ColumnsOf(rows).
+func (t *Table[T]) Write(w io.Writer, rows []T) error { return writeAll(w, t.shaped(rows), rows) }
+
+// schema describes the file in the folder dir whose configs are configs, for the data package;
+// ok is false for an optional file that the folder lacks. has reports whether the folder holds
+// a file; nil stands for a folder without any optional file.
+func (t *Table[T]) schema(configs []ConfigRow, has func(file string) bool) (f FileSchema, ok bool) {
+	if t.optional && (has == nil || !has(t.file)) {
+		return FileSchema{}, false
+	}
+	if t.inFolder != nil {
+		return FileSchema{t.file, t.inFolder(t, configs, has)}, true
+	}
+	return FileSchema{t.file, t.Columns()}, true
+}
+
+func (t *Table[T]) header() []string {
 	var h []string
 	for _, c := range t.Columns() {
 		h = append(h, c.Name)
@@ -79,7 +138,7 @@ func (t *table[T]) header() []string {
 	return h
 }
 
-func (t *table[T]) row(v *T) []string {
+func (t *Table[T]) row(v *T) []string {
 	out := make([]string, 0, len(t.cols)+1)
 	out = append(out, strconv.Itoa(FormatVersion))
 	for _, c := range t.cols {
@@ -95,7 +154,7 @@ func encodeCSV(records ...[]string) []byte { return tabular.Lines(records...) }
 // first row. Each Encode is one Write call on the underlying writer.
 type Encoder[T any] struct {
 	w      io.Writer
-	t      *table[T]
+	t      *Table[T]
 	headed bool
 }
 
@@ -114,7 +173,7 @@ func (e *Encoder[T]) WriteHeader() error {
 
 // writeAll writes a whole file of t: its header, then rows in order, the header even when
 // there is no row.
-func writeAll[T any](w io.Writer, t *table[T], rows []T) error {
+func writeAll[T any](w io.Writer, t *Table[T], rows []T) error {
 	e := &Encoder[T]{w: w, t: t}
 	if err := e.WriteHeader(); err != nil {
 		return err
@@ -260,7 +319,7 @@ func (s *Scanner[T]) Offset() int64 { return s.offset }
 func (s *Scanner[T]) Err() error { return s.err }
 
 // newCSVScanner returns a scanner of the CSV file name over r with the columns of t.
-func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, []string, []string) error) *Scanner[T] {
+func newCSVScanner[T any](r io.Reader, name string, t *Table[T]) *Scanner[T] {
 	lb := &lastByteReader{r: r}
 	cr := csv.NewReader(lb)
 	cr.ReuseRecord = false
@@ -373,13 +432,13 @@ func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, 
 					}
 				}
 			}
-			if extra != nil {
+			if t.extra != nil {
 				names := make([]string, len(extraIdx))
 				vals := make([]string, len(extraIdx))
 				for j, p := range extraIdx {
 					names[j], vals[j] = header[p], fields[p]
 				}
-				if err := extra(&rec, names, vals); err != nil {
+				if err := t.extra(&rec, names, vals); err != nil {
 					return zero, line, off, fail(line, "%v", err)
 				}
 			}
