@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -156,37 +155,16 @@ func parseSeconds(s string) (time.Duration, error) {
 // config's SLO holds; a bound on a metric the request lacks (a tpot of a request with one text
 // event) does not hold.
 func SummarizeLoad(configs []experiment.Config, reqs []record.Request) []LoadRow {
-	type group struct {
-		row  LoadRow
-		cfg  *experiment.Config
-		reqs []*record.Request
-	}
-	var order []*group
-	byID := map[string]*group{}
-	sorted := append([]experiment.Config(nil), configs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
-	for i := range sorted {
-		c := &sorted[i]
-		if byID[c.ID] != nil {
-			continue
+	groups := GroupByConfig(inExpansionOrder(configs), reqs)
+	out := make([]LoadRow, 0, len(groups))
+	for _, g := range groups {
+		c := g.Config
+		var cfg *experiment.Config
+		if g.Listed {
+			cfg = &c
 		}
-		g := &group{row: LoadRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}, cfg: c}
-		byID[c.ID] = g
-		order = append(order, g)
-	}
-	for i := range reqs {
-		r := &reqs[i]
-		g := byID[r.ConfigID]
-		if g == nil {
-			g = &group{row: LoadRow{ConfigIndex: -1, ConfigID: r.ConfigID, ServerID: r.ServerID, Label: r.ConfigID}}
-			byID[r.ConfigID] = g
-			order = append(order, g)
-		}
-		g.reqs = append(g.reqs, r)
-	}
-	out := make([]LoadRow, 0, len(order))
-	for _, g := range order {
-		out = append(out, loadPoint(g.row, g.cfg, g.reqs))
+		row := LoadRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}
+		out = append(out, loadPoint(row, cfg, g.Requests))
 	}
 	return out
 }

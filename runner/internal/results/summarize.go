@@ -114,40 +114,18 @@ var SummaryCSV = &Table[SummaryRow]{file: SummaryFile, cols: []column[SummaryRow
 // and failed rows, and counts the failed ones in NFailed. Warnings say what the numbers rest on:
 // too few samples, failures, estimated token counts, disagreeing token counts.
 func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow {
-	type group struct {
-		row    SummaryRow
-		loaded bool // the config has a load section, or one of its rows says it was sent under one
-		reqs   []*record.Request
-	}
-	var order []*group
-	byID := map[string]*group{}
-	sorted := append([]experiment.Config(nil), configs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
-	for _, c := range sorted {
-		if byID[c.ID] != nil {
-			continue
-		}
-		g := &group{row: SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}, loaded: c.Load != nil}
-		byID[c.ID] = g
-		order = append(order, g)
-	}
-	for i := range reqs {
-		r := &reqs[i]
-		g := byID[r.ConfigID]
-		if g == nil {
-			g = &group{row: SummaryRow{ConfigIndex: -1, ConfigID: r.ConfigID, ServerID: r.ServerID, Label: r.ConfigID}}
-			byID[r.ConfigID] = g
-			order = append(order, g)
-		}
-		g.reqs = append(g.reqs, r)
-		g.loaded = g.loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
-	}
-
 	var out []SummaryRow
-	for _, g := range order {
+	for _, g := range GroupByConfig(inExpansionOrder(configs), reqs) {
+		c := g.Config
+		base := SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}
+		// loaded: the config has a load section, or one of its rows says it was sent under one.
+		loaded := c.Load != nil
+		for _, r := range g.Requests {
+			loaded = loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
+		}
 		var ok []*record.Request
 		var failed, measured int
-		for _, r := range g.reqs {
+		for _, r := range g.Requests {
 			if r.Phase != record.PhaseMeasure {
 				continue
 			}
@@ -173,10 +151,10 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 		}
 		common = append(common, gpuWarnings(ok)...)
 		for _, m := range metrics {
-			if m.LoadOnly() && !g.loaded || m.PresentOnly() && !anyValue(m, ok) {
+			if m.LoadOnly() && !loaded || m.PresentOnly() && !anyValue(m, ok) {
 				continue
 			}
-			row := g.row
+			row := base
 			row.Metric = m.Name
 			row.NFailed = failed
 			var xs []float64
