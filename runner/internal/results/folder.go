@@ -286,7 +286,7 @@ type fileLines struct {
 }
 
 // requestLines renders rec as the folder's files hold it, with errText as its error text.
-// Append and Merge both write requests through it, so that a merged folder holds the bytes a
+// Append and WriteFolder both write requests through it, so that a merged folder holds the bytes a
 // single run writes.
 func requestLines(rec *record.Request, errText string) (fileLines, error) {
 	var out fileLines
