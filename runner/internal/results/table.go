@@ -115,9 +115,9 @@ func (t *Table[T]) NewScanner(r io.Reader, name string) *Scanner[T] {
 // there is no row. Its columns are ColumnsOf(rows).
 func (t *Table[T]) Write(w io.Writer, rows []T) error { return writeAll(w, t.shaped(rows), rows) }
 
-// schema describes the file in the folder dir whose configs are configs, for the data package;
-// ok is false for an optional file that the folder lacks. has reports whether the folder holds
-// a file; nil stands for a folder without any optional file.
+// schema describes the file in a folder whose configs are configs, for the data package; ok
+// is false for an optional file that the folder lacks. has reports whether the folder holds a
+// file; nil stands for a folder without any optional file.
 func (t *Table[T]) schema(configs []ConfigRow, has func(file string) bool) (f FileSchema, ok bool) {
 	if t.optional && (has == nil || !has(t.file)) {
 		return FileSchema{}, false
