@@ -89,7 +89,7 @@ func TestRunLoadResumedWhole(t *testing.T) {
 	}
 	defer f.Close()
 	var moved []record.Request
-	sc := results.NewRequestScanner(f, "discarded/"+results.RequestsFile)
+	sc := results.RequestsCSV.NewScanner(f, "discarded/"+results.RequestsFile)
 	for sc.Scan() {
 		moved = append(moved, sc.Record())
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/onelayerdown/runner/runner/internal/merge"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
@@ -44,10 +45,10 @@ func cmdMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(dirs) == 0 {
 		return usageError("merge: want the shard folders to merge (usage: %s)", mergeSynopsis)
 	}
-	rep, err := results.Merge(*out, dirs, results.MergeOptions{Partial: *partial})
-	var bad *results.MergeError
+	rep, err := merge.Folders(*out, dirs, merge.Options{Partial: *partial})
+	var bad *merge.Error
 	switch {
-	case errors.Is(err, results.ErrBadOut):
+	case errors.Is(err, merge.ErrBadOut):
 		return &exitError{code: 2, err: fmt.Errorf("merge: %w", err)}
 	case errors.As(err, &bad):
 		lines := make(errorLines, len(bad.Problems))

@@ -96,7 +96,7 @@ func TestSummaryFormatsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	csvOut, _, _ := runCmd(t, "summary", dir, "--format", "csv")
-	s := results.NewSummaryScanner(strings.NewReader(csvOut), "stdout")
+	s := results.SummaryCSV.NewScanner(strings.NewReader(csvOut), "stdout")
 	i := 0
 	for ; s.Scan(); i++ {
 		r := s.Record()

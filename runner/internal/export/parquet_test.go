@@ -345,13 +345,13 @@ func TestParquetFolderWithoutLoadColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	pf, rows := readParquet(t, filepath.Join(out, "requests.parquet"))
-	if got := len(pf.Schema().Fields()); got != len(results.RequestColumns()) || len(rows) != len(recs)-1 {
-		t.Fatalf("%d columns and %d rows, want %d and %d", got, len(rows), len(results.RequestColumns()), len(recs)-1)
+	if got := len(pf.Schema().Fields()); got != len(results.RequestsCSV.Columns()) || len(rows) != len(recs)-1 {
+		t.Fatalf("%d columns and %d rows, want %d and %d", got, len(rows), len(results.RequestsCSV.Columns()), len(recs)-1)
 	}
 	for _, row := range rows {
 		for j := n; j < len(row); j++ {
 			if !row[j].IsNull() {
-				t.Errorf("column %s holds %v, want null", results.RequestColumns()[j].Name, row[j])
+				t.Errorf("column %s holds %v, want null", results.RequestsCSV.Columns()[j].Name, row[j])
 			}
 		}
 	}
@@ -365,7 +365,7 @@ func TestParquetTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := results.NewTelemetryEncoder(file)
+	e := results.TelemetryCSV.NewEncoder(file)
 	clock, temp, limit := 1410, 84, 70.0
 	for i := range 3 {
 		s := record.GPUSample{Time: t0.Add(time.Duration(i) * 100 * time.Millisecond), ServerID: "s0-bbbb",
@@ -380,11 +380,11 @@ func TestParquetTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := rep.Files[len(rep.Files)-1]; last.CSV != results.TelemetryFile || last.Rows != 3 || last.Columns != len(results.TelemetryColumns()) {
+	if last := rep.Files[len(rep.Files)-1]; last.CSV != results.TelemetryFile || last.Rows != 3 || last.Columns != len(results.TelemetryCSV.Columns()) {
 		t.Errorf("last file written %+v, want telemetry.csv with 3 rows", last)
 	}
 	pf, rows := readParquet(t, filepath.Join(out, "telemetry.parquet"))
-	if len(pf.Schema().Fields()) != len(results.TelemetryColumns()) || len(rows) != 3 {
+	if len(pf.Schema().Fields()) != len(results.TelemetryCSV.Columns()) || len(rows) != 3 {
 		t.Errorf("telemetry.parquet: %d columns, %d rows", len(pf.Schema().Fields()), len(rows))
 	}
 }
@@ -431,11 +431,11 @@ func TestParquetLoadServer(t *testing.T) {
 			t.Errorf("load_server.parquet has %d rows, want 1", file.Rows)
 		}
 	}
-	if cols[results.LoadServerFile] != len(results.LoadServerColumns()) || cols[results.LoadFile] != len(results.LoadColumnsWithServer()) {
+	if cols[results.LoadServerFile] != len(results.LoadServerCSV.Columns()) || cols[results.LoadFile] != len(results.LoadCSV.Columns()) {
 		t.Errorf("exported %v, want load_server.csv and load.csv with its server columns", cols)
 	}
 	pf, rows := readParquet(t, filepath.Join(out, "load.parquet"))
-	if len(pf.Schema().Fields()) != len(results.LoadColumnsWithServer()) || len(rows) != 2 {
+	if len(pf.Schema().Fields()) != len(results.LoadCSV.Columns()) || len(rows) != 2 {
 		t.Errorf("load.parquet: %d columns, %d rows", len(pf.Schema().Fields()), len(rows))
 	}
 }

@@ -40,7 +40,7 @@ func TestReportGPUTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := results.NewTelemetryEncoder(file)
+	e := results.TelemetryCSV.NewEncoder(file)
 	mid := first.Add(last.Sub(first) / 2)
 	var samples []record.GPUSample
 	for at := first.Add(-time.Second); at.Before(last.Add(time.Second)); at = at.Add(100 * time.Millisecond) {
@@ -60,7 +60,7 @@ func TestReportGPUTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := results.NewRequestEncoder(file)
+	re := results.RequestsCSV.NewEncoder(file)
 	for i := range reqs {
 		q := &reqs[i]
 		if q.E2E != nil {

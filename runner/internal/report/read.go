@@ -37,19 +37,23 @@ func Read(dir string) (*Folder, error) {
 		return nil, err
 	}
 	f := &Folder{Dir: dir, Manifest: l.Manifest, Status: l.Status, Requests: l.Requests, Servers: l.Servers, Telemetry: l.Telemetry, Notes: l.Notes}
-	f.Configs = append(f.Configs, f.Manifest.Configs...)
-	sort.SliceStable(f.Configs, func(i, j int) bool { return f.Configs[i].Index < f.Configs[j].Index })
-	known := map[string]bool{}
-	for _, c := range f.Configs {
-		known[c.ID] = true
-	}
-	for _, q := range f.Requests {
-		if !known[q.ConfigID] {
-			known[q.ConfigID] = true
-			f.Configs = append(f.Configs, experiment.Config{ID: q.ConfigID, ServerID: q.ServerID, Label: q.ConfigID, Index: len(f.Configs)})
+	configs := append([]experiment.Config(nil), f.Manifest.Configs...)
+	sort.SliceStable(configs, func(i, j int) bool { return configs[i].Index < configs[j].Index })
+	f.Configs = configsOf(results.GroupByConfig(configs, f.Requests))
+	return f, nil
+}
+
+// configsOf returns the configs of groups; a config that only the rows name takes its
+// position as its Index.
+func configsOf(groups []results.ConfigRequests) []experiment.Config {
+	configs := make([]experiment.Config, len(groups))
+	for i, g := range groups {
+		configs[i] = g.Config
+		if !g.Listed {
+			configs[i].Index = i
 		}
 	}
-	return f, nil
+	return configs
 }
 
 // Name returns the folder's base name, as the report names it.
@@ -84,30 +88,21 @@ type run struct {
 
 func newRun(role string, f *Folder) *run {
 	r := &run{role: role, f: f, byLabel: map[string]*configData{}}
-	byID := map[string]*configData{}
-	for _, c := range f.Configs {
+	groups := results.GroupByConfig(f.Configs, f.Requests)
+	for i, c := range configsOf(groups) {
 		cd := &configData{cfg: c}
 		r.configs = append(r.configs, cd)
-		byID[c.ID] = cd
 		r.byLabel[cd.label()] = cd
-	}
-	for i := range f.Requests {
-		q := &f.Requests[i]
-		cd := byID[q.ConfigID]
-		if cd == nil {
-			cd = &configData{cfg: experiment.Config{ID: q.ConfigID, ServerID: q.ServerID, Label: q.ConfigID, Index: len(r.configs)}}
-			r.configs = append(r.configs, cd)
-			byID[q.ConfigID] = cd
-			r.byLabel[cd.label()] = cd
+		for _, q := range groups[i].Requests {
+			if q.Phase != record.PhaseMeasure {
+				continue
+			}
+			if q.Status != record.StatusOK {
+				cd.failed++
+				continue
+			}
+			cd.ok = append(cd.ok, q)
 		}
-		if q.Phase != record.PhaseMeasure {
-			continue
-		}
-		if q.Status != record.StatusOK {
-			cd.failed++
-			continue
-		}
-		cd.ok = append(cd.ok, q)
 	}
 	r.sweeps = decompose.Sweeps(f.Configs, f.Requests)
 	r.load = loadSeriesOf(r)

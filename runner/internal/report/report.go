@@ -88,64 +88,8 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	res := &Result{Dir: out}
-	write := func(name string, b []byte) error {
-		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		res.Files = append(res.Files, name)
-		return nil
-	}
+	w := &writer{out: out, runs: runs, res: &Result{Dir: out}}
 	pg := newPage(runs)
-	removeCharts := func(name string) error {
-		for _, ext := range []string{".png", ".svg"} {
-			if err := os.Remove(filepath.Join(out, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("report: %w", err)
-			}
-		}
-		return nil
-	}
-	// drawAll draws kinds in order, writing each chart's files and returning what the page
-	// shows of them; a chart the runs cannot support is recorded as skipped.
-	drawAll := func(kinds []chartKind) ([]chartView, []skipView, error) {
-		var views []chartView
-		var skips []skipView
-		for _, k := range kinds {
-			c, why := k.build(runs)
-			if c == nil && why == "" {
-				// A chart of something the runs never had (GPU telemetry on a CPU run):
-				// not drawn, and not worth a line on the page either.
-				if err := removeCharts(k.name); err != nil {
-					return nil, nil, err
-				}
-				continue
-			}
-			if c == nil {
-				res.Skipped = append(res.Skipped, Skip{Chart: k.name, Reason: why})
-				skips = append(skips, skipView{Title: k.title, Reason: why})
-				if err := removeCharts(k.name); err != nil {
-					return nil, nil, err
-				}
-				continue
-			}
-			var svg []byte
-			for _, format := range []string{"png", "svg"} {
-				b, err := render(c, format)
-				if err != nil {
-					return nil, nil, fmt.Errorf("report: %w", err)
-				}
-				if err := write(c.Name+"."+format, b); err != nil {
-					return nil, nil, err
-				}
-				if format == "svg" {
-					svg = b
-				}
-			}
-			res.Charts = append(res.Charts, c.Name)
-			views = append(views, chartView{Name: c.Name, Title: c.Title, Caption: c.Caption, SVG: inlineSVG(svg)})
-		}
-		return views, skips, nil
-	}
 	// The load charts come first, as the page shows them; those the runs do not call for
 	// are removed, so that the folder never holds a chart of other data.
 	loadKinds := loadChartKinds(runs)
@@ -155,27 +99,127 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 	}
 	for _, name := range loadChartNames {
 		if !drawn[name] {
-			if err := removeCharts(name); err != nil {
+			if err := w.removeCharts(name); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if pg.Load != nil {
 		var err error
-		if pg.Load.Charts, pg.Load.Skipped, err = drawAll(loadKinds); err != nil {
+		if pg.Load.Charts, pg.Load.Skipped, err = w.drawAll(loadKinds); err != nil {
 			return nil, err
 		}
 	}
 	var err error
-	if pg.Charts, pg.Skipped, err = drawAll(chartKinds); err != nil {
+	if pg.Charts, pg.Skipped, err = w.drawAll(chartKinds); err != nil {
 		return nil, err
 	}
-	gpu, _, err := drawAll([]chartKind{gpuKind})
+	gpu, _, err := w.drawAll([]chartKind{gpuKind})
 	if err != nil {
 		return nil, err
 	}
 	pg.Charts = append(pg.Charts, gpu...)
 
+	var buf bytes.Buffer
+	if err := decompose.WriteCSV(&buf, decompositionSets(runs)...); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if err := w.write(decompose.CSVFile, buf.Bytes()); err != nil {
+		return nil, err
+	}
+
+	buf.Reset()
+	if err := pageTemplate.Execute(&buf, pg); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", IndexFile, err)
+	}
+	if err := w.write(IndexFile, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	res := w.res
+	sort.Strings(res.Files)
+	return res, nil
+}
+
+// writer writes the files of one report into its folder out and records them in res.
+type writer struct {
+	out  string
+	runs []*run
+	res  *Result
+}
+
+// write writes the file name of the report.
+func (w *writer) write(name string, b []byte) error {
+	if err := os.WriteFile(filepath.Join(w.out, name), b, 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	w.res.Files = append(w.res.Files, name)
+	return nil
+}
+
+// removeCharts removes the files of the chart name that an earlier report left, if any.
+func (w *writer) removeCharts(name string) error {
+	for _, ext := range []string{".png", ".svg"} {
+		if err := os.Remove(filepath.Join(w.out, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	return nil
+}
+
+// drawAll draws kinds in order, writing each chart's files and returning what the page shows
+// of them; a chart the runs cannot support is recorded as skipped.
+func (w *writer) drawAll(kinds []chartKind) ([]chartView, []skipView, error) {
+	var views []chartView
+	var skips []skipView
+	for _, k := range kinds {
+		c, why := k.build(w.runs)
+		if c == nil && why == "" {
+			// A chart of something the runs never had (GPU telemetry on a CPU run): not
+			// drawn, and not worth a line on the page either.
+			if err := w.removeCharts(k.name); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if c == nil {
+			w.res.Skipped = append(w.res.Skipped, Skip{Chart: k.name, Reason: why})
+			skips = append(skips, skipView{Title: k.title, Reason: why})
+			if err := w.removeCharts(k.name); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		svg, err := w.drawChart(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.res.Charts = append(w.res.Charts, c.Name)
+		views = append(views, chartView{Name: c.Name, Title: c.Title, Caption: c.Caption, SVG: inlineSVG(svg)})
+	}
+	return views, skips, nil
+}
+
+// drawChart writes chart c as PNG and SVG and returns the SVG, which the page inlines.
+func (w *writer) drawChart(c *figure) ([]byte, error) {
+	var svg []byte
+	for _, format := range []string{"png", "svg"} {
+		b, err := render(c, format)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		if err := w.write(c.Name+"."+format, b); err != nil {
+			return nil, err
+		}
+		if format == "svg" {
+			svg = b
+		}
+	}
+	return svg, nil
+}
+
+// decompositionSets are the sweeps of the runs as decompose.WriteCSV takes them, each named
+// by its folder, and by its role as well when both folders have the same name.
+func decompositionSets(runs []*run) []decompose.Set {
 	var sets []decompose.Set
 	for _, r := range runs {
 		name := r.f.Name()
@@ -184,21 +228,5 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 		}
 		sets = append(sets, decompose.Set{Folder: name, Sweeps: r.sweeps})
 	}
-	var buf bytes.Buffer
-	if err := decompose.WriteCSV(&buf, sets...); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
-	}
-	if err := write(decompose.CSVFile, buf.Bytes()); err != nil {
-		return nil, err
-	}
-
-	buf.Reset()
-	if err := pageTemplate.Execute(&buf, pg); err != nil {
-		return nil, fmt.Errorf("report: %s: %w", IndexFile, err)
-	}
-	if err := write(IndexFile, buf.Bytes()); err != nil {
-		return nil, err
-	}
-	sort.Strings(res.Files)
-	return res, nil
+	return sets
 }

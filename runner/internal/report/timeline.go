@@ -101,15 +101,11 @@ func timelineChart(runs []*run) (*figure, string) {
 	if label == "" {
 		return nil, "no measured request has two text events and its events recorded"
 	}
-	type pick struct {
-		r *run
-		q *record.Request
-	}
-	var picks []pick
+	var picks []timelinePick
 	for _, r := range runs {
 		if cd := r.byLabel[label]; cd != nil {
 			if q := medianRequest(cd); q != nil {
-				picks = append(picks, pick{r, q})
+				picks = append(picks, timelinePick{r, q})
 			}
 		}
 	}
@@ -118,24 +114,7 @@ func timelineChart(runs []*run) (*figure, string) {
 		withTokens = withTokens || hasEventTokens(pk.q)
 	}
 	c := &figure{Name: "request_timeline", Title: "Events against tokens in one request", W: 8 * inch, H: 6 * inch}
-	var desc []string
-	for _, pk := range picks {
-		ttft, _ := msOf(pk.q.TTFT)
-		tok := "an unknown number of"
-		if pk.q.OutputTokens != nil {
-			tok = fmt.Sprint(*pk.q.OutputTokens)
-		}
-		desc = append(desc, fmt.Sprintf("%s%s: %d text events carried %s tokens, TTFT %.1f ms", results.RequestID(pk.q.ConfigID, pk.q.Seq),
-			pk.r.suffix(), pk.q.TextEvents, tok, ttft))
-	}
-	c.Caption = fmt.Sprintf("The request with the median e2e time of config %s (%s). Above: tokens received so far "+
-		"(solid) and text events received so far (dashed) against time since the request was sent; where the lines part, "+
-		"events carry more than one token, and TPOT per event overstates the time per token. Below: one stem per event "+
-		"at its arrival, as tall as the tokens it carried; events without text (role, usage and finish chunks) are grey "+
-		"marks on the axis.", label, joinComma(desc))
-	if !withTokens {
-		c.Caption += " The server did not say how many tokens each event carried, so the stems show text bytes instead."
-	}
+	c.Caption = timelineCaption(label, picks, withTokens)
 	c.draw = func(dc chart.Canvas) {
 		top := newPlot(fmt.Sprintf("One request of %s: what arrived when", label), "", "received so far")
 		bottom := newPlot("", "time since the request was sent (ms)", "tokens in event")
@@ -144,70 +123,8 @@ func timelineChart(runs []*run) (*figure, string) {
 		}
 		top.Y.Min, bottom.Y.Min = 0, 0
 		leg := &chart.Legend{}
-		nan := math.NaN()
 		for _, pk := range picks {
-			old := pk.r.role == "old"
-			tokCol, evCol := palette[0], palette[1]
-			if old {
-				tokCol, evCol = color.RGBA{0x7f, 0xb0, 0xd6, 0xff}, color.RGBA{0xe8, 0xa8, 0x80, 0xff}
-			}
-			tokens := []chart.Point{{X: 0, Y: 0}}
-			events := []chart.Point{{X: 0, Y: 0}}
-			var stems, tips, other []chart.Point
-			var nTok, nEv float64
-			for _, e := range pk.q.EventList {
-				t := float64(e.SinceT0) / 1e6
-				if !e.Text {
-					other = append(other, chart.Point{X: t, Y: 0})
-					continue
-				}
-				carried := float64(e.TextLen)
-				if withTokens {
-					if e.Tokens == nil {
-						continue
-					}
-					carried = float64(*e.Tokens)
-				}
-				nEv++
-				nTok += carried
-				tokens = append(tokens, chart.Point{X: t, Y: nTok})
-				events = append(events, chart.Point{X: t, Y: nEv})
-				// One stem per event: a NaN point lifts the pen between them.
-				stems = append(stems, chart.Point{X: t, Y: 0}, chart.Point{X: t, Y: carried}, chart.Point{X: nan, Y: nan})
-				tips = append(tips, chart.Point{X: t, Y: carried})
-			}
-			if e2e, ok := msOf(pk.q.E2E); ok {
-				tokens = append(tokens, chart.Point{X: e2e, Y: nTok})
-				events = append(events, chart.Point{X: e2e, Y: nEv})
-			}
-			lt := line(tokens, tokCol, 1.6, nil)
-			lt.Step = true
-			le := line(events, evCol, 1.6, []float64{4, 2})
-			le.Step = true
-			if old {
-				lt.Style.Dashes = oldDashes
-			}
-			top.Add(lt, le)
-			what := "tokens"
-			if !withTokens {
-				what = "text bytes"
-			}
-			leg.Add(what+" received"+pk.r.suffix(), lt)
-			leg.Add("text events received"+pk.r.suffix(), le)
-			if len(stems) > 0 {
-				ls := line(stems, tokCol, 1, nil)
-				sc := scatter(tips, chart.Dot, tokCol, 2)
-				if old {
-					sc.Marker.Shape = chart.Ring
-				}
-				bottom.Add(ls, sc)
-				leg.Add(what+" per event"+pk.r.suffix(), ls, sc)
-			}
-			if len(other) > 0 {
-				so := scatter(other, chart.Cross, color.Gray{Y: 0x70}, 2.5)
-				bottom.Add(so)
-				leg.Add("event without text"+pk.r.suffix(), so)
-			}
+			pk.draw(top, bottom, leg, withTokens)
 		}
 		// Share the time axis so that the panels line up.
 		x0, x1 := min(top.X.Min, bottom.X.Min), max(top.X.Max, bottom.X.Max)
@@ -219,4 +136,113 @@ func timelineChart(runs []*run) (*figure, string) {
 		chart.DrawGrid(dc, [][]*chart.Plot{{top}, {bottom}}, area, chart.Grid{PadY: 6, PadTop: 2, PadBottom: 2})
 	}
 	return c, ""
+}
+
+// timelinePick is the request that the timeline shows of one run.
+type timelinePick struct {
+	r *run
+	q *record.Request
+}
+
+// timelineCaption describes the timeline of config label's picked requests.
+func timelineCaption(label string, picks []timelinePick, withTokens bool) string {
+	var desc []string
+	for _, pk := range picks {
+		ttft, _ := msOf(pk.q.TTFT)
+		tok := "an unknown number of"
+		if pk.q.OutputTokens != nil {
+			tok = fmt.Sprint(*pk.q.OutputTokens)
+		}
+		desc = append(desc, fmt.Sprintf("%s%s: %d text events carried %s tokens, TTFT %.1f ms", results.RequestID(pk.q.ConfigID, pk.q.Seq),
+			pk.r.suffix(), pk.q.TextEvents, tok, ttft))
+	}
+	caption := fmt.Sprintf("The request with the median e2e time of config %s (%s). Above: tokens received so far "+
+		"(solid) and text events received so far (dashed) against time since the request was sent; where the lines part, "+
+		"events carry more than one token, and TPOT per event overstates the time per token. Below: one stem per event "+
+		"at its arrival, as tall as the tokens it carried; events without text (role, usage and finish chunks) are grey "+
+		"marks on the axis.", label, joinComma(desc))
+	if !withTokens {
+		caption += " The server did not say how many tokens each event carried, so the stems show text bytes instead."
+	}
+	return caption
+}
+
+// timelinePoints are the series of one request's timeline.
+type timelinePoints struct {
+	tokens, events []chart.Point // received so far, against time
+	stems, tips    []chart.Point // one stem per text event, as tall as what it carried
+	other          []chart.Point // the events without text, on the axis
+}
+
+// points returns the series of the picked request: tokens carried, or text bytes without
+// per-event token counts.
+func (pk timelinePick) points(withTokens bool) timelinePoints {
+	nan := math.NaN()
+	p := timelinePoints{tokens: []chart.Point{{X: 0, Y: 0}}, events: []chart.Point{{X: 0, Y: 0}}}
+	var nTok, nEv float64
+	for _, e := range pk.q.EventList {
+		t := float64(e.SinceT0) / 1e6
+		if !e.Text {
+			p.other = append(p.other, chart.Point{X: t, Y: 0})
+			continue
+		}
+		carried := float64(e.TextLen)
+		if withTokens {
+			if e.Tokens == nil {
+				continue
+			}
+			carried = float64(*e.Tokens)
+		}
+		nEv++
+		nTok += carried
+		p.tokens = append(p.tokens, chart.Point{X: t, Y: nTok})
+		p.events = append(p.events, chart.Point{X: t, Y: nEv})
+		// One stem per event: a NaN point lifts the pen between them.
+		p.stems = append(p.stems, chart.Point{X: t, Y: 0}, chart.Point{X: t, Y: carried}, chart.Point{X: nan, Y: nan})
+		p.tips = append(p.tips, chart.Point{X: t, Y: carried})
+	}
+	if e2e, ok := msOf(pk.q.E2E); ok {
+		p.tokens = append(p.tokens, chart.Point{X: e2e, Y: nTok})
+		p.events = append(p.events, chart.Point{X: e2e, Y: nEv})
+	}
+	return p
+}
+
+// draw adds the picked request to the panels and the legend: what arrived so far above, one
+// stem per event below, the old run's in lighter colours.
+func (pk timelinePick) draw(top, bottom *chart.Plot, leg *chart.Legend, withTokens bool) {
+	old := pk.r.role == "old"
+	tokCol, evCol := palette[0], palette[1]
+	if old {
+		tokCol, evCol = color.RGBA{0x7f, 0xb0, 0xd6, 0xff}, color.RGBA{0xe8, 0xa8, 0x80, 0xff}
+	}
+	p := pk.points(withTokens)
+	lt := line(p.tokens, tokCol, 1.6, nil)
+	lt.Step = true
+	le := line(p.events, evCol, 1.6, []float64{4, 2})
+	le.Step = true
+	if old {
+		lt.Style.Dashes = oldDashes
+	}
+	top.Add(lt, le)
+	what := "tokens"
+	if !withTokens {
+		what = "text bytes"
+	}
+	leg.Add(what+" received"+pk.r.suffix(), lt)
+	leg.Add("text events received"+pk.r.suffix(), le)
+	if len(p.stems) > 0 {
+		ls := line(p.stems, tokCol, 1, nil)
+		sc := scatter(p.tips, chart.Dot, tokCol, 2)
+		if old {
+			sc.Marker.Shape = chart.Ring
+		}
+		bottom.Add(ls, sc)
+		leg.Add(what+" per event"+pk.r.suffix(), ls, sc)
+	}
+	if len(p.other) > 0 {
+		so := scatter(p.other, chart.Cross, color.Gray{Y: 0x70}, 2.5)
+		bottom.Add(so)
+		leg.Add("event without text"+pk.r.suffix(), so)
+	}
 }

@@ -30,7 +30,7 @@ func BenchmarkAppend(b *testing.B) {
 func BenchmarkRequestScanner(b *testing.B) {
 	_, configs := testExperiment()
 	var buf bytes.Buffer
-	e := NewRequestEncoder(&buf)
+	e := RequestsCSV.NewEncoder(&buf)
 	for seq := 0; seq < 1000; seq++ {
 		r := fakeRequest(configs[0], seq)
 		e.Encode(&r)
@@ -39,7 +39,7 @@ func BenchmarkRequestScanner(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		s := NewRequestScanner(bytes.NewReader(data), RequestsFile)
+		s := RequestsCSV.NewScanner(bytes.NewReader(data), RequestsFile)
 		n := 0
 		for s.Scan() {
 			n++

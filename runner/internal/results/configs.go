@@ -2,7 +2,6 @@ package results
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -46,8 +45,8 @@ func AxisColumn(path string) string {
 // configsTable returns the columns of configs.csv for configs whose axes are paths, in that
 // order. Axis columns follow the fixed ones; a name that would repeat another gets a suffix
 // _2, _3, ...
-func configsTable(paths []string) *table[ConfigRow] {
-	t := &table[ConfigRow]{file: ConfigsFile, cols: configsFixed()}
+func configsTable(paths []string) *Table[ConfigRow] {
+	t := &Table[ConfigRow]{file: ConfigsFile, cols: configsFixed()}
 	used := map[string]bool{"schema_version": true}
 	for _, c := range t.cols {
 		used[c.Name] = true
@@ -96,31 +95,31 @@ func ConfigRows(configs []experiment.Config) []ConfigRow {
 	return rows
 }
 
-// ConfigColumns returns the columns of configs.csv for rows: the fixed columns, then one per
-// axis path.
-func ConfigColumns(rows []ConfigRow) []Column { return configsTable(axisPaths(rows)).Columns() }
-
-// WriteConfigs writes configs.csv for rows: a header, then one row per config.
-func WriteConfigs(w io.Writer, rows []ConfigRow) error {
-	return writeAll(w, configsTable(axisPaths(rows)), rows)
+// ConfigsCSV is configs.csv: one row per config, in expansion order, its fixed columns (the
+// Columns) followed by one column per axis path of the folder's configs (ColumnsOf), which
+// Write derives from its rows. Read back, every column after the fixed ones is an axis, in file
+// order; an empty cell is an axis that the config does not set.
+var ConfigsCSV = &Table[ConfigRow]{file: ConfigsFile, cols: configsFixed(),
+	extra: readAxes,
+	shape: func(_ *Table[ConfigRow], rows []ConfigRow) *Table[ConfigRow] {
+		return configsTable(axisPaths(rows))
+	},
+	inFolder: func(_ *Table[ConfigRow], configs []ConfigRow, _ func(string) bool) []Column {
+		return configsTable(axisPaths(configs)).Columns()
+	},
 }
 
-// NewConfigScanner returns a scanner of configs.csv rows read from r; name is the file name that
-// errors carry. Every column after the fixed ones is an axis, in file order; an empty cell is an
-// axis that the config does not set.
-func NewConfigScanner(r io.Reader, name string) *Scanner[ConfigRow] {
-	t := &table[ConfigRow]{file: ConfigsFile, cols: configsFixed()}
-	return newCSVScanner(r, name, t, func(c *ConfigRow, names, vals []string) error {
-		for i, n := range names {
-			if vals[i] == "" {
-				continue
-			}
-			v, err := unescapeCell(vals[i])
-			if err != nil {
-				return fmt.Errorf("%s: %w", n, err)
-			}
-			c.Axes = append(c.Axes, experiment.AxisValue{Path: n, Value: v})
+// readAxes reads the cells of the columns after the fixed ones as the config's axes.
+func readAxes(c *ConfigRow, names, vals []string) error {
+	for i, n := range names {
+		if vals[i] == "" {
+			continue
 		}
-		return nil
-	})
+		v, err := unescapeCell(vals[i])
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		c.Axes = append(c.Axes, experiment.AxisValue{Path: n, Value: v})
+	}
+	return nil
 }

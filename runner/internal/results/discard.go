@@ -64,7 +64,7 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 	if err := os.MkdirAll(filepath.Join(f.dir, DiscardedDir), 0o755); err != nil {
 		return Done{}, fmt.Errorf("results: discard: %w", err)
 	}
-	err := moveRows(f.dir, RequestsFile, requestsTable.header(), NewRequestScanner, func(r record.Request) bool {
+	err := moveRows(f.dir, RequestsFile, RequestsCSV.header(), RequestsCSV.NewScanner, func(r record.Request) bool {
 		if drop[r.ConfigID] {
 			moved[r.ConfigID]++
 			return true
@@ -72,17 +72,17 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 		return false
 	})
 	if err == nil {
-		err = moveRows(f.dir, EventsFile, eventsTable.header(), NewEventScanner, func(e EventRow) bool { return dropID(e.RequestID) })
+		err = moveRows(f.dir, EventsFile, EventsCSV.header(), EventsCSV.NewScanner, func(e EventRow) bool { return dropID(e.RequestID) })
 	}
 	if err == nil {
-		err = moveRows(f.dir, OutputsFile, nil, NewOutputScanner, func(o OutputRow) bool { return drop[o.ConfigID] })
+		err = moveRows(f.dir, OutputsFile, nil, OutputsJSONL.NewScanner, func(o OutputRow) bool { return drop[o.ConfigID] })
 	}
 	if err == nil {
-		err = moveRows(f.dir, ErrorsFile, nil, NewErrorScanner, func(e ErrorRow) bool { return drop[e.ConfigID] })
+		err = moveRows(f.dir, ErrorsFile, nil, ErrorsJSONL.NewScanner, func(e ErrorRow) bool { return drop[e.ConfigID] })
 	}
 	if err == nil && hasLoadServer(f.dir) {
 		// The server's figures of a load point describe its requests: they go with them.
-		err = moveRows(f.dir, LoadServerFile, loadServerTable.header(), NewLoadServerScanner, func(r LoadServerRow) bool { return drop[r.ConfigID] })
+		err = moveRows(f.dir, LoadServerFile, LoadServerCSV.header(), LoadServerCSV.NewScanner, func(r LoadServerRow) bool { return drop[r.ConfigID] })
 	}
 	// The files were replaced: the open handles point at the old ones.
 	if rerr := f.reopen(); err == nil {

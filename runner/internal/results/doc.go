@@ -5,7 +5,7 @@
 // overwrites an existing one. It holds:
 //
 //	manifest.json   what was run, where and how; status running|complete|interrupted|failed
-//	                (incomplete: a partial merge of shard folders, see Merge)
+//	                (incomplete: a partial merge of shard folders, see package merge)
 //	configs.csv     one row per config, its axis values as columns
 //	requests.csv    one row per request, warm-up rows included, every metric
 //	events.csv      one row per streamed event

@@ -8,5 +8,4 @@ var (
 	FakeRequest    = fakeRequest
 	FailedRequest  = failedRequest
 	T0             = t0
-	FleetRuns      = fleetRuns
 )

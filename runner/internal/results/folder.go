@@ -178,7 +178,7 @@ func (f *Folder) create(configs []experiment.Config) error {
 	if err != nil {
 		return err
 	}
-	err = WriteConfigs(cf, ConfigRows(configs))
+	err = ConfigsCSV.Write(cf, ConfigRows(configs))
 	if cerr := cf.Close(); err == nil {
 		err = cerr
 	}
@@ -204,10 +204,10 @@ func (f *Folder) create(configs []experiment.Config) error {
 		}
 		return file, nil
 	}
-	if f.requests, err = open(RequestsFile, requestsTable.header()); err != nil {
+	if f.requests, err = open(RequestsFile, RequestsCSV.header()); err != nil {
 		return err
 	}
-	if f.events, err = open(EventsFile, eventsTable.header()); err != nil {
+	if f.events, err = open(EventsFile, EventsCSV.header()); err != nil {
 		return err
 	}
 	if f.outputs, err = open(OutputsFile, nil); err != nil {
@@ -286,7 +286,7 @@ type fileLines struct {
 }
 
 // requestLines renders rec as the folder's files hold it, with errText as its error text.
-// Append and Merge both write requests through it, so that a merged folder holds the bytes a
+// Append and WriteFolder both write requests through it, so that a merged folder holds the bytes a
 // single run writes.
 func requestLines(rec *record.Request, errText string) (fileLines, error) {
 	var out fileLines
@@ -294,7 +294,7 @@ func requestLines(rec *record.Request, errText string) (fileLines, error) {
 	if len(rec.EventList) > 0 {
 		rows := make([][]string, len(rec.EventList))
 		for i := range rec.EventList {
-			rows[i] = eventsTable.row(&EventRow{RequestID: id, Event: rec.EventList[i]})
+			rows[i] = EventsCSV.row(&EventRow{RequestID: id, Event: rec.EventList[i]})
 		}
 		out.events = encodeCSV(rows...)
 	}
@@ -310,7 +310,7 @@ func requestLines(rec *record.Request, errText string) (fileLines, error) {
 			return fileLines{}, fmt.Errorf("encode %s: %w", ErrorsFile, err)
 		}
 	}
-	out.request = encodeCSV(requestsTable.row(rec))
+	out.request = encodeCSV(RequestsCSV.row(rec))
 	return out, nil
 }
 
@@ -407,9 +407,9 @@ func (f *Folder) SetServer(info ServerInfo) error {
 }
 
 func serversCSV(servers []ServerInfo) []byte {
-	recs := [][]string{serversTable.header()}
+	recs := [][]string{ServersCSV.header()}
 	for i := range servers {
-		recs = append(recs, serversTable.row(&servers[i]))
+		recs = append(recs, ServersCSV.row(&servers[i]))
 	}
 	return encodeCSV(recs...)
 }
@@ -440,7 +440,7 @@ func (f *Folder) Close(status Status) error {
 		}
 	}
 	var buf bytes.Buffer
-	if err := WriteSummary(&buf, Summarize(f.man.Configs, f.rows)); err != nil {
+	if err := SummaryCSV.Write(&buf, Summarize(f.man.Configs, f.rows)); err != nil {
 		errs = append(errs, err)
 	} else if err := writeAtomic(f.dir, SummaryFile, buf.Bytes()); err != nil {
 		errs = append(errs, err)

@@ -44,15 +44,15 @@ func TestHeadersGolden(t *testing.T) {
 		name string
 		cols []Column
 	}{
-		{ConfigsFile, ConfigColumns(ConfigRows(configs))},
-		{RequestsFile, RequestColumns()},
-		{EventsFile, EventColumns()},
-		{ServersFile, ServerColumns()},
-		{SummaryFile, SummaryColumns()},
-		{LoadFile, LoadColumns()},
-		{TelemetryFile, TelemetryColumns()},
-		{LoadServerFile, LoadServerColumns()},
-		{LoadFile + " with " + LoadServerFile, LoadColumnsWithServer()},
+		{ConfigsFile, ConfigsCSV.ColumnsOf(ConfigRows(configs))},
+		{RequestsFile, RequestsCSV.Columns()},
+		{EventsFile, EventsCSV.Columns()},
+		{ServersFile, ServersCSV.Columns()},
+		{SummaryFile, SummaryCSV.Columns()},
+		{LoadFile, LoadCSV.ColumnsOf(nil)},
+		{TelemetryFile, TelemetryCSV.Columns()},
+		{LoadServerFile, LoadServerCSV.Columns()},
+		{LoadFile + " with " + LoadServerFile, LoadCSV.Columns()},
 	} {
 		var names []string
 		for _, c := range f.cols {

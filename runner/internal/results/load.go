@@ -2,10 +2,8 @@ package results
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +51,9 @@ type LoadRow struct {
 	Server LoadServer
 }
 
-var loadTable = &table[LoadRow]{file: LoadFile, cols: []column[LoadRow]{
+// loadWithoutServer is load.csv as a folder without load_server.csv has it: LoadCSV without the
+// server's figures.
+var loadWithoutServer = &Table[LoadRow]{file: LoadFile, cols: []column[LoadRow]{
 	intCol("config_index", func(l *LoadRow) *int { return &l.ConfigIndex }),
 	strCol("config_id", func(l *LoadRow) *string { return &l.ConfigID }),
 	strCol("server_id", func(l *LoadRow) *string { return &l.ServerID }),
@@ -90,11 +90,30 @@ var loadTable = &table[LoadRow]{file: LoadFile, cols: []column[LoadRow]{
 	floatCol("slo_attained", 6, func(l *LoadRow) *float64 { return &l.SLOAttained }),
 }}
 
-// loadTableWithServer is load.csv with the server's figures of each load point at the end, as
-// a folder that has load_server.csv writes it. A load.csv without them reads as load points
-// without server figures.
-var loadTableWithServer = &table[LoadRow]{file: LoadFile, cols: slices.Concat(loadTable.cols,
-	addedLater(loadServerCols(func(l *LoadRow) *LoadServer { return &l.Server })...))}
+// LoadCSV is load.csv: one row per config, its measured requests as a load point. NaN and nil
+// values are empty cells, and an empty float cell reads as NaN. Its last columns are the
+// server's figures of each load point, which a folder writes only where it has
+// load_server.csv: a load.csv without them reads as load points without server figures, and
+// Write leaves them out unless a row has server figures (ColumnsOf(nil) are the columns
+// without them). Its encoder writes every column.
+var LoadCSV = &Table[LoadRow]{file: LoadFile,
+	cols: slices.Concat(loadWithoutServer.cols,
+		addedLater(loadServerCols(func(l *LoadRow) *LoadServer { return &l.Server })...)),
+	shape: func(t *Table[LoadRow], rows []LoadRow) *Table[LoadRow] {
+		for i := range rows {
+			if !rows[i].Server.empty() {
+				return t
+			}
+		}
+		return loadWithoutServer
+	},
+	inFolder: func(t *Table[LoadRow], _ []ConfigRow, has func(string) bool) []Column {
+		if has != nil && has(LoadServerFile) {
+			return t.Columns()
+		}
+		return loadWithoutServer.Columns()
+	},
+}
 
 // formatSeconds writes a duration as seconds with six decimals, rounded to the microsecond, as
 // every float column has a fixed number of decimals.
@@ -129,39 +148,6 @@ func parseSeconds(s string) (time.Duration, error) {
 	return time.Duration(math.Round(f * 1e9)), nil
 }
 
-// LoadColumns returns the columns of load.csv in file order, as a folder without
-// load_server.csv has them.
-func LoadColumns() []Column { return loadTable.Columns() }
-
-// LoadColumnsWithServer returns the columns of load.csv in file order, as a folder with
-// load_server.csv has them: LoadColumns, then the server's figures of each load point.
-func LoadColumnsWithServer() []Column { return loadTableWithServer.Columns() }
-
-// NewLoadEncoder returns an encoder of load.csv rows with every column, the server's figures
-// included. NaN and nil values are empty cells.
-func NewLoadEncoder(w io.Writer) *Encoder[LoadRow] {
-	return &Encoder[LoadRow]{w: w, t: loadTableWithServer}
-}
-
-// NewLoadScanner returns a scanner of load.csv rows read from r; name is the file name that
-// errors carry. An empty float cell reads as NaN; a file without the server columns reads as
-// load points without server figures.
-func NewLoadScanner(r io.Reader, name string) *Scanner[LoadRow] {
-	return newCSVScanner(r, name, loadTableWithServer, nil)
-}
-
-// WriteLoad writes rows as load.csv: a header, then the rows. The server columns are written
-// when a row has server figures.
-func WriteLoad(w io.Writer, rows []LoadRow) error {
-	t := loadTable
-	for i := range rows {
-		if !rows[i].Server.empty() {
-			t = loadTableWithServer
-		}
-	}
-	return writeAll(w, t, rows)
-}
-
 // SummarizeLoad describes each config's measured requests as a load point: one row per config,
 // every config with or without a load section, in expansion order (then any config the list
 // lacks, in order of first appearance). Warm-up rows and the first request after a boot are
@@ -169,37 +155,16 @@ func WriteLoad(w io.Writer, rows []LoadRow) error {
 // config's SLO holds; a bound on a metric the request lacks (a tpot of a request with one text
 // event) does not hold.
 func SummarizeLoad(configs []experiment.Config, reqs []record.Request) []LoadRow {
-	type group struct {
-		row  LoadRow
-		cfg  *experiment.Config
-		reqs []*record.Request
-	}
-	var order []*group
-	byID := map[string]*group{}
-	sorted := append([]experiment.Config(nil), configs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
-	for i := range sorted {
-		c := &sorted[i]
-		if byID[c.ID] != nil {
-			continue
+	groups := GroupByConfig(inExpansionOrder(configs), reqs)
+	out := make([]LoadRow, 0, len(groups))
+	for _, g := range groups {
+		c := g.Config
+		var cfg *experiment.Config
+		if g.Listed {
+			cfg = &c
 		}
-		g := &group{row: LoadRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}, cfg: c}
-		byID[c.ID] = g
-		order = append(order, g)
-	}
-	for i := range reqs {
-		r := &reqs[i]
-		g := byID[r.ConfigID]
-		if g == nil {
-			g = &group{row: LoadRow{ConfigIndex: -1, ConfigID: r.ConfigID, ServerID: r.ServerID, Label: r.ConfigID}}
-			byID[r.ConfigID] = g
-			order = append(order, g)
-		}
-		g.reqs = append(g.reqs, r)
-	}
-	out := make([]LoadRow, 0, len(order))
-	for _, g := range order {
-		out = append(out, loadPoint(g.row, g.cfg, g.reqs))
+		row := LoadRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}
+		out = append(out, loadPoint(row, cfg, g.Requests))
 	}
 	return out
 }
@@ -321,9 +286,9 @@ func msDuration(ms float64) *time.Duration {
 // loadCSV renders rows as load.csv, with the server columns when server is set (the folder has
 // load_server.csv), so that a folder without server figures keeps the file it always had.
 func loadCSV(rows []LoadRow, server bool) []byte {
-	t := loadTable
+	t := loadWithoutServer
 	if server {
-		t = loadTableWithServer
+		t = LoadCSV
 	}
 	recs := [][]string{t.header()}
 	for i := range rows {

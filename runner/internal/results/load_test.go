@@ -148,7 +148,7 @@ func TestLoadCSVRoundTrip(t *testing.T) {
 			AchievedRate: math.NaN(), OutputTokensPerS: math.NaN(), Good: record.Int(0), Goodput: math.NaN(), SLOAttained: 0},
 	}
 	var buf bytes.Buffer
-	if err := WriteLoad(&buf, rows); err != nil {
+	if err := LoadCSV.Write(&buf, rows); err != nil {
 		t.Fatal(err)
 	}
 	const want = "schema_version,config_index,config_id,server_id,label,load_mode,concurrency,target_rate_rps,measured,completed,failed," +
@@ -159,7 +159,7 @@ func TestLoadCSVRoundTrip(t *testing.T) {
 	if buf.String() != want {
 		t.Errorf("load.csv:\n%s\nwant:\n%s", buf.String(), want)
 	}
-	s := NewLoadScanner(&buf, LoadFile)
+	s := LoadCSV.NewScanner(&buf, LoadFile)
 	var got []LoadRow
 	for s.Scan() {
 		got = append(got, s.Record())

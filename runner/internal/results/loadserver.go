@@ -3,7 +3,6 @@ package results
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,28 +71,14 @@ func loadServerCols[T any](get func(*T) *LoadServer) []column[T] {
 
 type loadServerRow = LoadServerRow
 
-// loadServerTable is the column list of load_server.csv: one row per load point whose server
-// was scraped before and after it, in the order the load points ended.
-var loadServerTable = &table[loadServerRow]{file: LoadServerFile, cols: slices.Concat([]column[loadServerRow]{
+// LoadServerCSV is load_server.csv: one row per load point whose server was scraped before and
+// after it, in the order the load points ended, written only where one was.
+var LoadServerCSV = &Table[loadServerRow]{file: LoadServerFile, optional: true, cols: slices.Concat([]column[loadServerRow]{
 	strCol("config_id", func(r *loadServerRow) *string { return &r.ConfigID }),
 	strCol("server_id", func(r *loadServerRow) *string { return &r.ServerID }),
 	timeCol("scrape_before_time", func(r *loadServerRow) *time.Time { return &r.Before }),
 	timeCol("scrape_after_time", func(r *loadServerRow) *time.Time { return &r.After }),
 }, loadServerCols(func(r *loadServerRow) *LoadServer { return &r.LoadServer }))}
-
-// LoadServerColumns returns the columns of load_server.csv in file order.
-func LoadServerColumns() []Column { return loadServerTable.Columns() }
-
-// NewLoadServerEncoder returns an encoder of load_server.csv rows.
-func NewLoadServerEncoder(w io.Writer) *Encoder[LoadServerRow] {
-	return &Encoder[LoadServerRow]{w: w, t: loadServerTable}
-}
-
-// NewLoadServerScanner returns a scanner of load_server.csv rows read from r; name is the file
-// name that errors carry.
-func NewLoadServerScanner(r io.Reader, name string) *Scanner[LoadServerRow] {
-	return newCSVScanner(r, name, loadServerTable, nil)
-}
 
 // JoinLoadServer sets the server figures of each load row from the load_server.csv row of its
 // config; a config without one keeps none.
@@ -130,14 +115,14 @@ func (f *Folder) AppendLoadServer(row LoadServerRow) error {
 		}
 	}
 	if f.loadServer == nil {
-		file, err := openWithHeader(filepath.Join(f.dir, LoadServerFile), loadServerTable.header())
+		file, err := openWithHeader(filepath.Join(f.dir, LoadServerFile), LoadServerCSV.header())
 		if err != nil {
 			return fmt.Errorf("results: append %s: %w", LoadServerFile, err)
 		}
 		f.loadServer = file
 	}
 	row.Before, row.After = row.Before.UTC(), row.After.UTC()
-	if err := f.write(f.loadServer, LoadServerFile, encodeCSV(loadServerTable.row(&row))); err != nil {
+	if err := f.write(f.loadServer, LoadServerFile, encodeCSV(LoadServerCSV.row(&row))); err != nil {
 		return err
 	}
 	f.loadServerRows = append(f.loadServerRows, row)
@@ -176,7 +161,7 @@ func (f *Folder) repairLoadServer() error {
 	}
 	seen := map[string]bool{}
 	f.loadServerRows = nil
-	return filterFile(f.dir, LoadServerFile, loadServerTable.header(), NewLoadServerScanner, func(r LoadServerRow) bool {
+	return filterFile(f.dir, LoadServerFile, LoadServerCSV.header(), LoadServerCSV.NewScanner, func(r LoadServerRow) bool {
 		if seen[r.ConfigID] {
 			return false
 		}
@@ -191,7 +176,7 @@ func (f *Folder) repairLoadServer() error {
 func (r *Reader) LoadServer() ([]LoadServerRow, error) {
 	var rows []LoadServerRow
 	seen := map[string]bool{}
-	n, err := scanAll(r.dir, LoadServerFile, NewLoadServerScanner, r.tolerant(), func(s LoadServerRow, line int) error {
+	n, err := scanAll(r.dir, LoadServerFile, LoadServerCSV.NewScanner, r.tolerant(), func(s LoadServerRow, line int) error {
 		if seen[s.ConfigID] {
 			return fmt.Errorf("%s:%d: config %s appears twice", LoadServerFile, line, s.ConfigID)
 		}

@@ -59,8 +59,8 @@ func TestLoadServerFile(t *testing.T) {
 	var names []string
 	for _, s := range files {
 		names = append(names, s.File)
-		if s.File == LoadFile && len(s.Columns) != len(LoadColumnsWithServer()) {
-			t.Errorf("datapackage.json: load.csv has %d columns, want %d", len(s.Columns), len(LoadColumnsWithServer()))
+		if s.File == LoadFile && len(s.Columns) != len(LoadCSV.Columns()) {
+			t.Errorf("datapackage.json: load.csv has %d columns, want %d", len(s.Columns), len(LoadCSV.Columns()))
 		}
 	}
 	if i := slices.Index(names, LoadServerFile); i < 0 || names[i-1] != LoadFile {
@@ -201,7 +201,7 @@ func TestLoadServerDiscardAndResume(t *testing.T) {
 func TestLoadServerTwiceRefusedOnRead(t *testing.T) {
 	f, _ := writeFolder(t, t.TempDir())
 	var buf bytes.Buffer
-	e := NewLoadServerEncoder(&buf)
+	e := LoadServerCSV.NewEncoder(&buf)
 	for range 2 {
 		row := testLoadServer("c0-9f3a", 10)
 		if err := e.Encode(&row); err != nil {

@@ -94,7 +94,7 @@ type MergedShard struct {
 	Host   string `json:"host,omitempty"`
 	Status Status `json:"status"`
 	// Machine is the machine the shard ran on, as its manifest records it: the merged
-	// manifest's own machine is one shard's (see Merge), and the shards' may differ.
+	// manifest's own machine is one shard's (see package merge), and the shards' may differ.
 	Machine Machine `json:"machine"`
 }
 

@@ -147,7 +147,7 @@ func TestResumeFolderWithoutLoadColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	header := strings.Join(requestsTable.header(), ",") + "\n"
+	header := strings.Join(RequestsCSV.header(), ",") + "\n"
 	if !bytes.HasPrefix(b, []byte(header)) || bytes.Count(b, []byte("\n")) != bytes.Count(old, []byte("\n")) {
 		t.Fatalf("requests.csv after resume:\n%s", b)
 	}

@@ -84,7 +84,7 @@ func (r *Reader) note(n string) {
 func (r *Reader) Requests() ([]record.Request, error) {
 	var reqs []record.Request
 	index := map[string]int{}
-	n, err := scanAll(r.dir, RequestsFile, NewRequestScanner, r.tolerant(), func(rec record.Request, line int) error {
+	n, err := scanAll(r.dir, RequestsFile, RequestsCSV.NewScanner, r.tolerant(), func(rec record.Request, line int) error {
 		id := RequestID(rec.ConfigID, rec.Seq)
 		if _, dup := index[id]; dup {
 			return fmt.Errorf("%s:%d: request %s appears twice", RequestsFile, line, id)
@@ -98,7 +98,7 @@ func (r *Reader) Requests() ([]record.Request, error) {
 	}
 	r.note(n)
 	var orphans int
-	n, err = scanAll(r.dir, EventsFile, NewEventScanner, r.tolerant(), func(e EventRow, line int) error {
+	n, err = scanAll(r.dir, EventsFile, EventsCSV.NewScanner, r.tolerant(), func(e EventRow, line int) error {
 		i, ok := index[e.RequestID]
 		if !ok {
 			orphans++
@@ -114,7 +114,7 @@ func (r *Reader) Requests() ([]record.Request, error) {
 	if orphans > 0 {
 		r.note(fmt.Sprintf("%s: skipped %d events of requests that have no row in %s", EventsFile, orphans, RequestsFile))
 	}
-	n, err = scanAll(r.dir, OutputsFile, NewOutputScanner, r.tolerant(), func(o OutputRow, line int) error {
+	n, err = scanAll(r.dir, OutputsFile, OutputsJSONL.NewScanner, r.tolerant(), func(o OutputRow, line int) error {
 		if i, ok := index[o.RequestID]; ok {
 			reqs[i].OutputText = o.Text
 		}
@@ -124,7 +124,7 @@ func (r *Reader) Requests() ([]record.Request, error) {
 		return nil, err
 	}
 	r.note(n)
-	n, err = scanAll(r.dir, ErrorsFile, NewErrorScanner, r.tolerant(), func(e ErrorRow, line int) error {
+	n, err = scanAll(r.dir, ErrorsFile, ErrorsJSONL.NewScanner, r.tolerant(), func(e ErrorRow, line int) error {
 		if i, ok := index[e.RequestID]; ok {
 			reqs[i].Error = e.Error
 		}
@@ -140,7 +140,7 @@ func (r *Reader) Requests() ([]record.Request, error) {
 // Configs returns the rows of configs.csv.
 func (r *Reader) Configs() ([]ConfigRow, error) {
 	var rows []ConfigRow
-	_, err := scanAll(r.dir, ConfigsFile, NewConfigScanner, false, func(c ConfigRow, _ int) error {
+	_, err := scanAll(r.dir, ConfigsFile, ConfigsCSV.NewScanner, false, func(c ConfigRow, _ int) error {
 		rows = append(rows, c)
 		return nil
 	})
@@ -150,7 +150,7 @@ func (r *Reader) Configs() ([]ConfigRow, error) {
 // Servers returns the rows of servers.csv.
 func (r *Reader) Servers() ([]ServerInfo, error) {
 	var rows []ServerInfo
-	_, err := scanAll(r.dir, ServersFile, NewServerScanner, false, func(s ServerInfo, _ int) error {
+	_, err := scanAll(r.dir, ServersFile, ServersCSV.NewScanner, false, func(s ServerInfo, _ int) error {
 		rows = append(rows, s)
 		return nil
 	})
@@ -161,7 +161,7 @@ func (r *Reader) Servers() ([]ServerInfo, error) {
 // has none; Summary computes them from the requests in any state.
 func (r *Reader) StoredSummary() ([]SummaryRow, error) {
 	var rows []SummaryRow
-	_, err := scanAll(r.dir, SummaryFile, NewSummaryScanner, false, func(s SummaryRow, _ int) error {
+	_, err := scanAll(r.dir, SummaryFile, SummaryCSV.NewScanner, false, func(s SummaryRow, _ int) error {
 		rows = append(rows, s)
 		return nil
 	})
@@ -182,7 +182,7 @@ func (r *Reader) Summary() ([]SummaryRow, error) {
 // from the requests in any state.
 func (r *Reader) StoredLoad() ([]LoadRow, error) {
 	var rows []LoadRow
-	_, err := scanAll(r.dir, LoadFile, NewLoadScanner, false, func(l LoadRow, _ int) error {
+	_, err := scanAll(r.dir, LoadFile, LoadCSV.NewScanner, false, func(l LoadRow, _ int) error {
 		rows = append(rows, l)
 		return nil
 	})

@@ -2,7 +2,6 @@ package results
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -15,11 +14,14 @@ func RequestID(configID string, seq int) string { return configID + "-" + strcon
 
 type req = record.Request
 
-// requestsTable is the column list of requests.csv, in file order. Durations are milliseconds
-// with six decimals; a nil value is an empty cell. The load columns came later: a file written
-// before them has none, and reads as requests without a load section; so did the server-side,
-// GPU and prompt_built columns, and such a file reads as requests without them.
-var requestsTable = &table[req]{file: RequestsFile, cols: slices.Concat([]column[req]{
+// RequestsCSV is requests.csv: one row per request, in the order the requests ended. Durations
+// are milliseconds with six decimals; a nil value is an empty cell. The load columns came later:
+// a file written before them has none, and reads as requests without a load section; so did the
+// server-side, GPU and prompt_built columns, and such a file reads as requests without them. It
+// writes every field of a record.Request except EventList (events.csv), OutputText
+// (outputs.jsonl) and Error (errors.jsonl), and rows read back lack them: ReadRequests joins
+// those.
+var RequestsCSV = &Table[req]{file: RequestsFile, cols: slices.Concat([]column[req]{
 	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
 		check: checkRequestID},
@@ -114,22 +116,6 @@ var cacheHitAfterResetCol = column[req]{Column: Column{Name: "cache_hit_after_re
 		r.CacheHitAfterReset, err = parseBool(s)
 		return err
 	}}
-
-// RequestColumns returns the columns of requests.csv in file order.
-func RequestColumns() []Column { return requestsTable.Columns() }
-
-// NewRequestEncoder returns an encoder of requests.csv rows. It writes every field of a
-// record.Request except EventList (events.csv), OutputText (outputs.jsonl) and Error
-// (errors.jsonl).
-func NewRequestEncoder(w io.Writer) *Encoder[record.Request] {
-	return &Encoder[record.Request]{w: w, t: requestsTable}
-}
-
-// NewRequestScanner returns a scanner of requests.csv rows read from r; name is the file name
-// that errors carry. Records have no EventList, OutputText or Error: ReadRequests joins those.
-func NewRequestScanner(r io.Reader, name string) *Scanner[record.Request] {
-	return newCSVScanner(r, name, requestsTable, nil)
-}
 
 // checkRequestID verifies that a request_id cell agrees with config_id and seq.
 func checkRequestID(r *record.Request, cell string) error {

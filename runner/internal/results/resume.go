@@ -80,7 +80,7 @@ func Resume(dir string) (*Folder, Done, error) {
 // requests into the folder.
 func (f *Folder) repair() error {
 	keep := map[string]bool{}
-	err := filterFile(f.dir, RequestsFile, requestsTable.header(), NewRequestScanner, func(r record.Request) bool {
+	err := filterFile(f.dir, RequestsFile, RequestsCSV.header(), RequestsCSV.NewScanner, func(r record.Request) bool {
 		if r.ErrorClass == record.ErrCanceled {
 			return false
 		}
@@ -99,17 +99,17 @@ func (f *Folder) repair() error {
 	if err := f.upgradeRequests(); err != nil {
 		return err
 	}
-	if err := filterFile(f.dir, EventsFile, eventsTable.header(), NewEventScanner, func(e EventRow) bool {
+	if err := filterFile(f.dir, EventsFile, EventsCSV.header(), EventsCSV.NewScanner, func(e EventRow) bool {
 		return keep[e.RequestID]
 	}); err != nil {
 		return err
 	}
-	if err := filterFile(f.dir, OutputsFile, nil, NewOutputScanner, func(o OutputRow) bool {
+	if err := filterFile(f.dir, OutputsFile, nil, OutputsJSONL.NewScanner, func(o OutputRow) bool {
 		return keep[o.RequestID]
 	}); err != nil {
 		return err
 	}
-	if err := filterFile(f.dir, ErrorsFile, nil, NewErrorScanner, func(e ErrorRow) bool {
+	if err := filterFile(f.dir, ErrorsFile, nil, ErrorsJSONL.NewScanner, func(e ErrorRow) bool {
 		return keep[e.RequestID]
 	}); err != nil {
 		return err
@@ -128,13 +128,13 @@ func (f *Folder) upgradeRequests() error {
 	if err != nil {
 		return err
 	}
-	header := encodeCSV(requestsTable.header())
+	header := encodeCSV(RequestsCSV.header())
 	if bytes.HasPrefix(data, header) {
 		return nil
 	}
-	recs := [][]string{requestsTable.header()}
+	recs := [][]string{RequestsCSV.header()}
 	for i := range f.rows {
-		recs = append(recs, requestsTable.row(&f.rows[i]))
+		recs = append(recs, RequestsCSV.row(&f.rows[i]))
 	}
 	return writeAtomic(f.dir, RequestsFile, encodeCSV(recs...))
 }

@@ -22,10 +22,10 @@ func tearAppend(t *testing.T, dir string, rec record.Request) {
 	id := RequestID(rec.ConfigID, rec.Seq)
 	var ev [][]string
 	for _, e := range rec.EventList {
-		ev = append(ev, eventsTable.row(&EventRow{RequestID: id, Event: e}))
+		ev = append(ev, EventsCSV.row(&EventRow{RequestID: id, Event: e}))
 	}
 	out, _ := encodeJSONLine(&OutputRow{RequestID: id, ConfigID: rec.ConfigID, Seq: rec.Seq, Text: rec.OutputText})
-	row := encodeCSV(requestsTable.row(&rec))
+	row := encodeCSV(RequestsCSV.row(&rec))
 	for _, w := range []struct {
 		name string
 		b    []byte
@@ -171,7 +171,7 @@ func TestResumeAfterTornWrite(t *testing.T) {
 // scanRequestsFile reads requests.csv strictly, as for a complete folder.
 func scanRequestsFile(dir string) ([]record.Request, int, error) {
 	var out []record.Request
-	_, err := scanAll(dir, RequestsFile, NewRequestScanner, false, func(r record.Request, _ int) error {
+	_, err := scanAll(dir, RequestsFile, RequestsCSV.NewScanner, false, func(r record.Request, _ int) error {
 		out = append(out, r)
 		return nil
 	})

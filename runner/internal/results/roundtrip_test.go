@@ -120,8 +120,8 @@ func FuzzRequestsRoundTrip(f *testing.F) {
 		got := roundTrip(t, rows, func(w io.Writer) interface {
 			Encode(*record.Request) error
 		} {
-			return NewRequestEncoder(w)
-		}, NewRequestScanner, nil)
+			return RequestsCSV.NewEncoder(w)
+		}, RequestsCSV.NewScanner, nil)
 		if !reflect.DeepEqual(got, rows) {
 			t.Fatalf("round trip differs:\n got %+v\nwant %+v", got, rows)
 		}
@@ -138,8 +138,8 @@ func FuzzEventsRoundTrip(f *testing.F) {
 			rows = append(rows, EventRow{RequestID: g.s(), Event: record.Event{Seq: g.int(), SinceT0: time.Duration(g.i64()),
 				Bytes: g.int(), TextLen: g.int(), Tokens: g.optInt(), Text: g.bool()}})
 		}
-		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*EventRow) error } { return NewEventEncoder(w) },
-			NewEventScanner, nil)
+		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*EventRow) error } { return EventsCSV.NewEncoder(w) },
+			EventsCSV.NewScanner, nil)
 		if !reflect.DeepEqual(got, rows) {
 			t.Fatalf("round trip differs:\n got %+v\nwant %+v", got, rows)
 		}
@@ -161,8 +161,8 @@ func FuzzServersRoundTrip(f *testing.F) {
 			}
 			rows = append(rows, s)
 		}
-		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*ServerInfo) error } { return NewServerEncoder(w) },
-			NewServerScanner, nil)
+		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*ServerInfo) error } { return ServersCSV.NewEncoder(w) },
+			ServersCSV.NewScanner, nil)
 		if !reflect.DeepEqual(got, rows) {
 			t.Fatalf("round trip differs:\n got %+v\nwant %+v", got, rows)
 		}
@@ -178,14 +178,14 @@ func FuzzTextsRoundTrip(f *testing.F) {
 		}
 		g := &gen{b: b}
 		outs := []OutputRow{{RequestID: RequestID(cfg, 0), ConfigID: cfg, Seq: g.int(), Text: text}}
-		got := roundTrip(t, outs, func(w io.Writer) interface{ Encode(*OutputRow) error } { return NewOutputEncoder(w) },
-			NewOutputScanner, nil)
+		got := roundTrip(t, outs, func(w io.Writer) interface{ Encode(*OutputRow) error } { return OutputsJSONL.NewEncoder(w) },
+			OutputsJSONL.NewScanner, nil)
 		if !reflect.DeepEqual(got, outs) {
 			t.Fatalf("outputs round trip differs:\n got %+v\nwant %+v", got, outs)
 		}
 		errs := []ErrorRow{{RequestID: cfg, ConfigID: cfg, Seq: g.int(), ErrorClass: record.ErrorClass(text), Error: msg}}
-		gotE := roundTrip(t, errs, func(w io.Writer) interface{ Encode(*ErrorRow) error } { return NewErrorEncoder(w) },
-			NewErrorScanner, nil)
+		gotE := roundTrip(t, errs, func(w io.Writer) interface{ Encode(*ErrorRow) error } { return ErrorsJSONL.NewEncoder(w) },
+			ErrorsJSONL.NewScanner, nil)
 		if !reflect.DeepEqual(gotE, errs) {
 			t.Fatalf("errors round trip differs:\n got %+v\nwant %+v", gotE, errs)
 		}
@@ -230,10 +230,10 @@ func FuzzConfigsRoundTrip(f *testing.F) {
 			}
 		}
 		var buf bytes.Buffer
-		if err := WriteConfigs(&buf, rows); err != nil {
+		if err := ConfigsCSV.Write(&buf, rows); err != nil {
 			t.Fatal(err)
 		}
-		s := NewConfigScanner(bytes.NewReader(buf.Bytes()), ConfigsFile)
+		s := ConfigsCSV.NewScanner(bytes.NewReader(buf.Bytes()), ConfigsFile)
 		var got []ConfigRow
 		for s.Scan() {
 			got = append(got, s.Record())
@@ -269,8 +269,8 @@ func FuzzSummaryRoundTrip(f *testing.F) {
 			}
 			rows = append(rows, r)
 		}
-		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*SummaryRow) error } { return NewSummaryEncoder(w) },
-			NewSummaryScanner, nil)
+		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*SummaryRow) error } { return SummaryCSV.NewEncoder(w) },
+			SummaryCSV.NewScanner, nil)
 		if len(got) != len(rows) {
 			t.Fatalf("got %d rows", len(got))
 		}
@@ -304,8 +304,8 @@ func FuzzLoadRoundTrip(f *testing.F) {
 					CacheHits: g.optInt(), ClientOverheadMean: g.dur()}}
 			rows = append(rows, r)
 		}
-		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*LoadRow) error } { return NewLoadEncoder(w) },
-			NewLoadScanner, nil)
+		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*LoadRow) error } { return LoadCSV.NewEncoder(w) },
+			LoadCSV.NewScanner, nil)
 		if len(got) != len(rows) {
 			t.Fatalf("got %d rows", len(got))
 		}
@@ -369,7 +369,7 @@ func FuzzManifestRoundTrip(f *testing.F) {
 // the file and a line, and rows that scan must encode and scan back to themselves.
 func FuzzScanners(f *testing.F) {
 	var buf bytes.Buffer
-	e := NewRequestEncoder(&buf)
+	e := RequestsCSV.NewEncoder(&buf)
 	_, configs := testExperiment()
 	r := fakeRequest(configs[0], 3)
 	e.Encode(&r)
@@ -379,14 +379,14 @@ func FuzzScanners(f *testing.F) {
 	f.Add([]byte(`{"schema_version":1,"request_id":"a-0","text":"hi"}` + "\n" + `{"schema_version":2}`))
 	f.Add([]byte("\"unterminated\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkScanner(t, data, NewRequestScanner, func(w io.Writer) interface{ Encode(*record.Request) error } { return NewRequestEncoder(w) })
-		checkScanner(t, data, NewEventScanner, func(w io.Writer) interface{ Encode(*EventRow) error } { return NewEventEncoder(w) })
-		checkScanner(t, data, NewServerScanner, func(w io.Writer) interface{ Encode(*ServerInfo) error } { return NewServerEncoder(w) })
-		checkScanner(t, data, NewSummaryScanner, nil)
-		checkScanner(t, data, NewLoadScanner, nil)
-		checkScanner(t, data, NewConfigScanner, nil)
-		checkScanner(t, data, NewOutputScanner, nil)
-		checkScanner(t, data, NewErrorScanner, nil)
+		checkScanner(t, data, RequestsCSV.NewScanner, func(w io.Writer) interface{ Encode(*record.Request) error } { return RequestsCSV.NewEncoder(w) })
+		checkScanner(t, data, EventsCSV.NewScanner, func(w io.Writer) interface{ Encode(*EventRow) error } { return EventsCSV.NewEncoder(w) })
+		checkScanner(t, data, ServersCSV.NewScanner, func(w io.Writer) interface{ Encode(*ServerInfo) error } { return ServersCSV.NewEncoder(w) })
+		checkScanner(t, data, SummaryCSV.NewScanner, nil)
+		checkScanner(t, data, LoadCSV.NewScanner, nil)
+		checkScanner(t, data, ConfigsCSV.NewScanner, nil)
+		checkScanner(t, data, OutputsJSONL.NewScanner, nil)
+		checkScanner(t, data, ErrorsJSONL.NewScanner, nil)
 		decodeManifest(data, "manifest.json")
 	})
 }

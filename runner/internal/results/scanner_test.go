@@ -58,7 +58,7 @@ func TestRequestScannerErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewRequestScanner(strings.NewReader(tt.in), RequestsFile)
+			s := RequestsCSV.NewScanner(strings.NewReader(tt.in), RequestsFile)
 			for s.Scan() {
 			}
 			err := s.Err()
@@ -79,7 +79,7 @@ func TestRequestScannerErrors(t *testing.T) {
 
 func TestScannerReadsRowsBeforeAnError(t *testing.T) {
 	header, row := goldenRequests(t)
-	s := NewRequestScanner(strings.NewReader(header+"\n"+row+"\n"+row[:30]), RequestsFile)
+	s := RequestsCSV.NewScanner(strings.NewReader(header+"\n"+row+"\n"+row[:30]), RequestsFile)
 	n := 0
 	for s.Scan() {
 		n++
@@ -97,7 +97,7 @@ func TestScannerToleratesAddedColumns(t *testing.T) {
 	header, row := goldenRequests(t)
 	// A later minor revision may add columns anywhere; this reader ignores them.
 	in := "extra_ms," + header + ",note\n1.5," + row + ",hello\n"
-	s := NewRequestScanner(strings.NewReader(in), RequestsFile)
+	s := RequestsCSV.NewScanner(strings.NewReader(in), RequestsFile)
 	if !s.Scan() || s.Record().ConfigID != "c0-9f3a" || s.Record().TTFT == nil {
 		t.Fatalf("scan with added columns: %v", s.Err())
 	}
@@ -117,7 +117,7 @@ func TestJSONLScannerErrors(t *testing.T) {
 		{"torn", `{"schema_version":1,"text":"a"}` + "\n" + `{"schema_version":1,"te`, "outputs.jsonl:2: torn last line", true},
 	}
 	for _, tt := range tests {
-		s := NewOutputScanner(strings.NewReader(tt.in), OutputsFile)
+		s := OutputsJSONL.NewScanner(strings.NewReader(tt.in), OutputsFile)
 		for s.Scan() {
 		}
 		var torn *TornLineError

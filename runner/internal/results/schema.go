@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
@@ -20,21 +19,24 @@ type FileSchema struct {
 	Columns []Column
 }
 
+// folderTable is what the data package needs of a Table, whatever its row type.
+type folderTable interface {
+	File() string
+	Columns() []Column
+	schema(configs []ConfigRow, has func(file string) bool) (FileSchema, bool)
+}
+
+// folderTables lists the CSV files of a result folder, in the order its data package names
+// them. The optional ones (load_server.csv, telemetry.csv) come last, each after the file it
+// completes.
+var folderTables = []folderTable{ConfigsCSV, RequestsCSV, EventsCSV, ServersCSV, SummaryCSV, LoadCSV, LoadServerCSV, TelemetryCSV}
+
 // Schema returns the CSV files of a result folder whose configs are configs, each with its
 // columns, in a fixed order: configs.csv, requests.csv, events.csv, servers.csv, summary.csv,
 // load.csv.
 // The columns come from the same tables that write the files; only configs.csv depends on the
 // folder (one column per axis).
-func Schema(configs []ConfigRow) []FileSchema {
-	return []FileSchema{
-		{ConfigsFile, ConfigColumns(configs)},
-		{RequestsFile, RequestColumns()},
-		{EventsFile, EventColumns()},
-		{ServersFile, ServerColumns()},
-		{SummaryFile, SummaryColumns()},
-		{LoadFile, LoadColumns()},
-	}
-}
+func Schema(configs []ConfigRow) []FileSchema { return schemaOf(configs, nil) }
 
 // Schema returns the CSV files of the folder and their columns; see the function Schema, with
 // load_server.csv after load.csv and telemetry.csv last where the folder has them. It is derived from the manifest's configs, so it
@@ -45,14 +47,20 @@ func (r *Reader) Schema() []FileSchema { return folderSchema(r.dir, r.man.Config
 // package names only files that exist. Where the folder has load_server.csv, it follows
 // load.csv, and load.csv has its columns too.
 func folderSchema(dir string, configs []experiment.Config) []FileSchema {
-	s := Schema(ConfigRows(configs))
-	if hasLoadServer(dir) {
-		i := slices.IndexFunc(s, func(f FileSchema) bool { return f.File == LoadFile })
-		s[i].Columns = LoadColumnsWithServer()
-		s = slices.Insert(s, i+1, FileSchema{LoadServerFile, LoadServerColumns()})
-	}
-	if hasTelemetry(dir) {
-		s = append(s, FileSchema{TelemetryFile, TelemetryColumns()})
+	return schemaOf(ConfigRows(configs), func(file string) bool {
+		_, err := os.Stat(filepath.Join(dir, file))
+		return err == nil
+	})
+}
+
+// schemaOf describes the files of folderTables for a folder whose configs are configs and
+// which holds the files that has reports (nil: no optional file).
+func schemaOf(configs []ConfigRow, has func(file string) bool) []FileSchema {
+	var s []FileSchema
+	for _, t := range folderTables {
+		if f, ok := t.schema(configs, has); ok {
+			s = append(s, f)
+		}
 	}
 	return s
 }

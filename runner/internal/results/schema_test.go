@@ -126,13 +126,13 @@ func TestRequiredColumnsAreNeverEmpty(t *testing.T) {
 			}
 		}
 	}
-	check(RequestsFile, RequestColumns(), requestsTable.row(&record.Request{}))
-	check(EventsFile, EventColumns(), eventsTable.row(&EventRow{}))
-	check(ServersFile, ServerColumns(), serversTable.row(&ServerInfo{}))
-	check(SummaryFile, SummaryColumns(), summaryTable.row(&SummaryRow{Summary: stats.Summary{Min: nan, Median: nan, P95: nan,
+	check(RequestsFile, RequestsCSV.Columns(), RequestsCSV.row(&record.Request{}))
+	check(EventsFile, EventsCSV.Columns(), EventsCSV.row(&EventRow{}))
+	check(ServersFile, ServersCSV.Columns(), ServersCSV.row(&ServerInfo{}))
+	check(SummaryFile, SummaryCSV.Columns(), SummaryCSV.row(&SummaryRow{Summary: stats.Summary{Min: nan, Median: nan, P95: nan,
 		P99: nan, Max: nan, Mean: nan, Stddev: nan, MedianCILow: nan, MedianCIHigh: nan, MedianCILevel: nan}}))
 	rows := []ConfigRow{{Axes: []experiment.AxisValue{{Path: "a", Value: "1"}}}, {}}
-	check(ConfigsFile, ConfigColumns(rows), configsTable(axisPaths(rows)).row(&rows[1]))
+	check(ConfigsFile, ConfigsCSV.ColumnsOf(rows), configsTable(axisPaths(rows)).row(&rows[1]))
 }
 
 // TestFolderWithoutSchemaFile reads a folder written before folders carried the schema file:

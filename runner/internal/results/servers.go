@@ -1,7 +1,6 @@
 package results
 
 import (
-	"io"
 	"slices"
 	"time"
 )
@@ -43,9 +42,10 @@ type ServerInfo struct {
 	Host string `json:"host,omitempty"`
 }
 
-// serversTable is the column list of servers.csv, in file order. The shard and host columns
-// came later: a file written before them reads as boots without them.
-var serversTable = &table[ServerInfo]{file: ServersFile, cols: slices.Concat([]column[ServerInfo]{
+// ServersCSV is servers.csv: one row per boot of a server config. The shard and host columns
+// came later: a file written before them reads as boots without them. Rows have no Argv or
+// Error: those are in the manifest.
+var ServersCSV = &Table[ServerInfo]{file: ServersFile, cols: slices.Concat([]column[ServerInfo]{
 	strCol("server_id", func(s *ServerInfo) *string { return &s.ServerID }),
 	intCol("resume", func(s *ServerInfo) *int { return &s.Resume }),
 	strCol("engine", func(s *ServerInfo) *string { return &s.Engine }),
@@ -61,17 +61,3 @@ var serversTable = &table[ServerInfo]{file: ServersFile, cols: slices.Concat([]c
 	optIntCol("shard", func(s *ServerInfo) **int { return &s.Shard }),
 	strCol("host", func(s *ServerInfo) *string { return &s.Host }),
 ))}
-
-// ServerColumns returns the columns of servers.csv in file order.
-func ServerColumns() []Column { return serversTable.Columns() }
-
-// NewServerEncoder returns an encoder of servers.csv rows.
-func NewServerEncoder(w io.Writer) *Encoder[ServerInfo] {
-	return &Encoder[ServerInfo]{w: w, t: serversTable}
-}
-
-// NewServerScanner returns a scanner of servers.csv rows read from r; name is the file name that
-// errors carry. Records have no Argv or Error: those are in the manifest.
-func NewServerScanner(r io.Reader, name string) *Scanner[ServerInfo] {
-	return newCSVScanner(r, name, serversTable, nil)
-}

@@ -84,3 +84,17 @@ func rowsOf(cfgs []experiment.Config) int {
 	}
 	return n
 }
+
+// TestReadServersWithoutShardColumns reads a servers.csv written before it had the shard and
+// host columns.
+func TestReadServersWithoutShardColumns(t *testing.T) {
+	old := "schema_version,server_id,resume,engine,engine_version,model,boot_start_time,boot_s,exit_code,exit_signal,log_file\n" +
+		"1,s0-77aa,0,sim,0.1.0,tiny,2026-11-29T08:12:00.123456789Z,12.500000,0,,logs/s0-77aa.log\n"
+	s := ServersCSV.NewScanner(strings.NewReader(old), ServersFile)
+	if !s.Scan() {
+		t.Fatal(s.Err())
+	}
+	if got := s.Record(); got.ServerID != "s0-77aa" || got.Shard != nil || got.Host != "" {
+		t.Errorf("read %+v", got)
+	}
+}

@@ -2,7 +2,6 @@ package results
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"sort"
@@ -82,7 +81,10 @@ type SummaryRow struct {
 	stats.Summary
 }
 
-var summaryTable = &table[SummaryRow]{file: SummaryFile, cols: []column[SummaryRow]{
+// SummaryCSV is summary.csv: one row per config and metric. Values are written with six
+// decimals; NaN (undefined) is an empty cell, and reads back as NaN; warnings are joined with
+// "; ".
+var SummaryCSV = &Table[SummaryRow]{file: SummaryFile, cols: []column[SummaryRow]{
 	intCol("config_index", func(s *SummaryRow) *int { return &s.ConfigIndex }),
 	strCol("config_id", func(s *SummaryRow) *string { return &s.ConfigID }),
 	strCol("server_id", func(s *SummaryRow) *string { return &s.ServerID }),
@@ -104,26 +106,6 @@ var summaryTable = &table[SummaryRow]{file: SummaryFile, cols: []column[SummaryR
 	listCol("warnings", func(s *SummaryRow) *[]string { return &s.Warnings }),
 }}
 
-// SummaryColumns returns the columns of summary.csv in file order.
-func SummaryColumns() []Column { return summaryTable.Columns() }
-
-// NewSummaryEncoder returns an encoder of summary.csv rows. Values are written with six
-// decimals; NaN (undefined) is an empty cell; warnings are joined with "; ".
-func NewSummaryEncoder(w io.Writer) *Encoder[SummaryRow] {
-	return &Encoder[SummaryRow]{w: w, t: summaryTable}
-}
-
-// NewSummaryScanner returns a scanner of summary.csv rows read from r; name is the file name
-// that errors carry. A missing value reads as NaN.
-func NewSummaryScanner(r io.Reader, name string) *Scanner[SummaryRow] {
-	return newCSVScanner(r, name, summaryTable, nil)
-}
-
-// WriteSummary writes rows as summary.csv: a header, then the rows.
-func WriteSummary(w io.Writer, rows []SummaryRow) error {
-	return writeAll(w, summaryTable, rows)
-}
-
 // Summarize describes each config's measured requests, one row per config and metric, configs
 // in expansion order (then any config the list lacks, in order of first appearance) and metrics
 // in Metrics order; the load-only metrics (see Metric.LoadOnly) only for a config with a load
@@ -132,40 +114,18 @@ func WriteSummary(w io.Writer, rows []SummaryRow) error {
 // and failed rows, and counts the failed ones in NFailed. Warnings say what the numbers rest on:
 // too few samples, failures, estimated token counts, disagreeing token counts.
 func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow {
-	type group struct {
-		row    SummaryRow
-		loaded bool // the config has a load section, or one of its rows says it was sent under one
-		reqs   []*record.Request
-	}
-	var order []*group
-	byID := map[string]*group{}
-	sorted := append([]experiment.Config(nil), configs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
-	for _, c := range sorted {
-		if byID[c.ID] != nil {
-			continue
-		}
-		g := &group{row: SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}, loaded: c.Load != nil}
-		byID[c.ID] = g
-		order = append(order, g)
-	}
-	for i := range reqs {
-		r := &reqs[i]
-		g := byID[r.ConfigID]
-		if g == nil {
-			g = &group{row: SummaryRow{ConfigIndex: -1, ConfigID: r.ConfigID, ServerID: r.ServerID, Label: r.ConfigID}}
-			byID[r.ConfigID] = g
-			order = append(order, g)
-		}
-		g.reqs = append(g.reqs, r)
-		g.loaded = g.loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
-	}
-
 	var out []SummaryRow
-	for _, g := range order {
+	for _, g := range GroupByConfig(inExpansionOrder(configs), reqs) {
+		c := g.Config
+		base := SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}
+		// loaded: the config has a load section, or one of its rows says it was sent under one.
+		loaded := c.Load != nil
+		for _, r := range g.Requests {
+			loaded = loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
+		}
 		var ok []*record.Request
 		var failed, measured int
-		for _, r := range g.reqs {
+		for _, r := range g.Requests {
 			if r.Phase != record.PhaseMeasure {
 				continue
 			}
@@ -191,10 +151,10 @@ func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow 
 		}
 		common = append(common, gpuWarnings(ok)...)
 		for _, m := range metrics {
-			if m.LoadOnly() && !g.loaded || m.PresentOnly() && !anyValue(m, ok) {
+			if m.LoadOnly() && !loaded || m.PresentOnly() && !anyValue(m, ok) {
 				continue
 			}
-			row := g.row
+			row := base
 			row.Metric = m.Name
 			row.NFailed = failed
 			var xs []float64

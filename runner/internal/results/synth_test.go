@@ -107,8 +107,8 @@ func TestSyntheticFolder(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("synthetic folder does not read back as written")
 	}
-	files := map[string][]results.Column{results.RequestsFile: results.RequestColumns(), results.EventsFile: results.EventColumns(), results.ServersFile: results.ServerColumns(),
-		results.SummaryFile: results.SummaryColumns(), results.LoadFile: results.LoadColumns(), results.ConfigsFile: results.ConfigColumns(results.ConfigRows(configs))}
+	files := map[string][]results.Column{results.RequestsFile: results.RequestsCSV.Columns(), results.EventsFile: results.EventsCSV.Columns(), results.ServersFile: results.ServersCSV.Columns(),
+		results.SummaryFile: results.SummaryCSV.Columns(), results.LoadFile: results.LoadCSV.ColumnsOf(nil), results.ConfigsFile: results.ConfigsCSV.ColumnsOf(results.ConfigRows(configs))}
 	// Axis values are text in general; these three are an integer, a word and a decimal, and
 	// the type check holds the folder to that.
 	for i, c := range files[results.ConfigsFile] {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
@@ -55,15 +53,35 @@ func addedLater[T any](cols ...column[T]) []column[T] {
 	return cols
 }
 
-// table is the ordered column list of one CSV file. Its first column is always
-// schema_version, which the table writes and checks itself.
-type table[T any] struct {
+// Table is one CSV file of a result folder: its name and its ordered column list, from which
+// the folder's writer, its readers, its data package (SchemaFile) and the conversions of
+// package export all derive, so that they cannot disagree. Its first column is always
+// schema_version, which the table writes and checks itself. Each file has one Table variable
+// (RequestsCSV, EventsCSV, ...); folderTables lists them in the order the data package names
+// them.
+type Table[T any] struct {
 	file string
 	cols []column[T]
+	// extra, if set, reads the cells of the columns that the table does not know, in file
+	// order: configs.csv has one column per axis of its configs.
+	extra func(v *T, names, vals []string) error
+	// shape, if set, returns the table that Write uses for rows, where the columns depend on
+	// the rows: configs.csv has a column per axis, load.csv the server's figures only where a
+	// row has them.
+	shape func(t *Table[T], rows []T) *Table[T]
+	// optional files are written only once they have a row (telemetry.csv, load_server.csv):
+	// the data package names them only where the folder has them.
+	optional bool
+	// inFolder, if set, returns the columns of the file in a folder whose configs are configs
+	// and which holds the files that has reports, where those depend on the folder.
+	inFolder func(t *Table[T], configs []ConfigRow, has func(file string) bool) []Column
 }
 
+// File returns the file's name in a result folder, e.g. requests.csv.
+func (t *Table[T]) File() string { return t.file }
+
 // Columns returns the file's columns in order, schema_version first.
-func (t *table[T]) Columns() []Column {
+func (t *Table[T]) Columns() []Column {
 	out := []Column{{Name: "schema_version", Kind: KindInt, Required: true}}
 	for _, c := range t.cols {
 		out = append(out, c.Column)
@@ -71,7 +89,46 @@ func (t *table[T]) Columns() []Column {
 	return out
 }
 
-func (t *table[T]) header() []string {
+// ColumnsOf returns the columns that Write writes for rows, in order: Columns, except for a
+// file whose columns depend on its rows (configs.csv, load.csv).
+func (t *Table[T]) ColumnsOf(rows []T) []Column { return t.shaped(rows).Columns() }
+
+// shaped returns the table that writes rows.
+func (t *Table[T]) shaped(rows []T) *Table[T] {
+	if t.shape != nil {
+		return t.shape(t, rows)
+	}
+	return t
+}
+
+// NewEncoder returns an encoder of the file's rows that writes to w, with every column of
+// Columns.
+func (t *Table[T]) NewEncoder(w io.Writer) *Encoder[T] { return &Encoder[T]{w: w, t: t} }
+
+// NewScanner returns a scanner of the file's rows read from r; name is the file name that
+// errors carry.
+func (t *Table[T]) NewScanner(r io.Reader, name string) *Scanner[T] {
+	return newCSVScanner(r, name, t)
+}
+
+// Write writes a whole file of rows: its header, then the rows in order, the header even when
+// there is no row. Its columns are ColumnsOf(rows).
+func (t *Table[T]) Write(w io.Writer, rows []T) error { return writeAll(w, t.shaped(rows), rows) }
+
+// schema describes the file in a folder whose configs are configs, for the data package; ok
+// is false for an optional file that the folder lacks. has reports whether the folder holds a
+// file; nil stands for a folder without any optional file.
+func (t *Table[T]) schema(configs []ConfigRow, has func(file string) bool) (f FileSchema, ok bool) {
+	if t.optional && (has == nil || !has(t.file)) {
+		return FileSchema{}, false
+	}
+	if t.inFolder != nil {
+		return FileSchema{t.file, t.inFolder(t, configs, has)}, true
+	}
+	return FileSchema{t.file, t.Columns()}, true
+}
+
+func (t *Table[T]) header() []string {
 	var h []string
 	for _, c := range t.Columns() {
 		h = append(h, c.Name)
@@ -79,7 +136,7 @@ func (t *table[T]) header() []string {
 	return h
 }
 
-func (t *table[T]) row(v *T) []string {
+func (t *Table[T]) row(v *T) []string {
 	out := make([]string, 0, len(t.cols)+1)
 	out = append(out, strconv.Itoa(FormatVersion))
 	for _, c := range t.cols {
@@ -95,7 +152,7 @@ func encodeCSV(records ...[]string) []byte { return tabular.Lines(records...) }
 // first row. Each Encode is one Write call on the underlying writer.
 type Encoder[T any] struct {
 	w      io.Writer
-	t      *table[T]
+	t      *Table[T]
 	headed bool
 }
 
@@ -114,7 +171,7 @@ func (e *Encoder[T]) WriteHeader() error {
 
 // writeAll writes a whole file of t: its header, then rows in order, the header even when
 // there is no row.
-func writeAll[T any](w io.Writer, t *table[T], rows []T) error {
+func writeAll[T any](w io.Writer, t *Table[T], rows []T) error {
 	e := &Encoder[T]{w: w, t: t}
 	if err := e.WriteHeader(); err != nil {
 		return err
@@ -260,324 +317,152 @@ func (s *Scanner[T]) Offset() int64 { return s.offset }
 func (s *Scanner[T]) Err() error { return s.err }
 
 // newCSVScanner returns a scanner of the CSV file name over r with the columns of t.
-func newCSVScanner[T any](r io.Reader, name string, t *table[T], extra func(*T, []string, []string) error) *Scanner[T] {
+func newCSVScanner[T any](r io.Reader, name string, t *Table[T]) *Scanner[T] {
 	lb := &lastByteReader{r: r}
 	cr := csv.NewReader(lb)
 	cr.ReuseRecord = false
-	s := &Scanner[T]{name: name}
-	s.atEOF = lb.torn
+	c := &csvRows[T]{cr: cr, name: name, t: t}
+	return &Scanner[T]{name: name, next: c.next, atEOF: lb.torn}
+}
 
-	var idx []int // file position of each table column
-	var header []string
-	var extraIdx []int // file positions of columns the table does not know
-	headerDone := false
-	versionAt := 0
-	var fatal error // a bad header ends the file for good
-	fail := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
+// csvRows reads the rows of one CSV file of table t: the header first, which says where each
+// of t's columns is, then one row at a time.
+type csvRows[T any] struct {
+	cr   *csv.Reader
+	name string
+	t    *Table[T]
+
+	headerDone bool
+	header     []string
+	idx        []int // file position of each table column, -1 where the file lacks it
+	extraIdx   []int // file positions of columns the table does not know
+	versionAt  int
+	fatal      error // a bad header ends the file for good
+}
+
+// fail returns an error that names the file and line.
+func (c *csvRows[T]) fail(line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", c.name, line, fmt.Sprintf(format, args...))
+}
+
+// next returns the next row, its line and its start offset; io.EOF at the end.
+func (c *csvRows[T]) next() (T, int, int64, error) {
+	var zero T
+	if c.fatal != nil {
+		return zero, 0, 0, c.fatal
 	}
-	readHeader := func(fields []string, line int) error {
-		header = fields
-		pos := map[string]int{}
-		for i, h := range fields {
-			if _, dup := pos[h]; dup {
-				return fail(line, "column %q appears twice", h)
-			}
-			pos[h] = i
+	for {
+		off := c.cr.InputOffset()
+		fields, err := c.cr.Read()
+		line := 0
+		if err == nil {
+			line, _ = c.cr.FieldPos(0)
 		}
-		p, ok := pos["schema_version"]
-		if !ok {
-			return fail(line, "no schema_version column: not a result file of this format")
+		if err == io.EOF && !c.headerDone {
+			c.fatal = fmt.Errorf("%s:1: empty file: no header row", c.name)
+			return zero, 1, off, c.fatal
 		}
-		versionAt = p
-		known := map[string]bool{"schema_version": true}
-		idx = make([]int, len(t.cols))
-		for i, c := range t.cols {
-			known[c.Name] = true
-			p, ok := pos[c.Name]
-			switch {
-			case ok:
-				idx[i] = p
-			case c.derived, c.late:
-				idx[i] = -1
-			default:
-				return fail(line, "missing column %s", c.Name)
-			}
+		if err == io.EOF {
+			return zero, 0, off, io.EOF
 		}
-		for i, h := range fields {
-			if !known[h] {
-				extraIdx = append(extraIdx, i)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				err = fmt.Errorf("%s:%d: %w", c.name, pe.StartLine, pe.Err)
+				line = pe.StartLine
+			} else {
+				err = fmt.Errorf("%s: %w", c.name, err)
 			}
+			if !c.headerDone {
+				c.fatal = err
+			}
+			return zero, line, off, err
 		}
-		return nil
-	}
-	s.next = func() (T, int, int64, error) {
-		var zero T
-		if fatal != nil {
-			return zero, 0, 0, fatal
-		}
-		for {
-			off := cr.InputOffset()
-			fields, err := cr.Read()
-			line := 0
-			if err == nil {
-				line, _ = cr.FieldPos(0)
-			}
-			if err == io.EOF && !headerDone {
-				fatal = fmt.Errorf("%s:1: empty file: no header row", name)
-				return zero, 1, off, fatal
-			}
-			if err == io.EOF {
-				return zero, 0, off, io.EOF
-			}
-			if err != nil {
-				var pe *csv.ParseError
-				if errors.As(err, &pe) {
-					err = fmt.Errorf("%s:%d: %w", name, pe.StartLine, pe.Err)
-					line = pe.StartLine
-				} else {
-					err = fmt.Errorf("%s: %w", name, err)
-				}
-				if !headerDone {
-					fatal = err
-				}
+		if !c.headerDone {
+			c.headerDone = true
+			if err := c.readHeader(fields, line); err != nil {
+				c.fatal = err
 				return zero, line, off, err
 			}
-			if !headerDone {
-				headerDone = true
-				if err := readHeader(fields, line); err != nil {
-					fatal = err
-					return zero, line, off, err
-				}
-				continue
-			}
-			if v := fields[versionAt]; v != strconv.Itoa(FormatVersion) {
-				if v == "" {
-					v = `""`
-				}
-				return zero, line, off, &VersionError{File: name, Line: line, Version: v}
-			}
-			var rec T
-			for i, c := range t.cols {
-				if c.derived || idx[i] < 0 {
-					continue
-				}
-				if err := c.set(&rec, fields[idx[i]]); err != nil {
-					return zero, line, off, fail(line, "%s: %v", c.Name, err)
-				}
-			}
-			for i, c := range t.cols {
-				if c.check != nil && idx[i] >= 0 {
-					if err := c.check(&rec, fields[idx[i]]); err != nil {
-						return zero, line, off, fail(line, "%s: %v", c.Name, err)
-					}
-				}
-			}
-			if extra != nil {
-				names := make([]string, len(extraIdx))
-				vals := make([]string, len(extraIdx))
-				for j, p := range extraIdx {
-					names[j], vals[j] = header[p], fields[p]
-				}
-				if err := extra(&rec, names, vals); err != nil {
-					return zero, line, off, fail(line, "%v", err)
-				}
-			}
-			return rec, line, off, nil
+			continue
+		}
+		rec, err := c.decode(fields, line)
+		return rec, line, off, err
+	}
+}
+
+// readHeader finds the position of each of the table's columns in the header fields.
+func (c *csvRows[T]) readHeader(fields []string, line int) error {
+	c.header = fields
+	pos := map[string]int{}
+	for i, h := range fields {
+		if _, dup := pos[h]; dup {
+			return c.fail(line, "column %q appears twice", h)
+		}
+		pos[h] = i
+	}
+	p, ok := pos["schema_version"]
+	if !ok {
+		return c.fail(line, "no schema_version column: not a result file of this format")
+	}
+	c.versionAt = p
+	known := map[string]bool{"schema_version": true}
+	c.idx = make([]int, len(c.t.cols))
+	for i, col := range c.t.cols {
+		known[col.Name] = true
+		p, ok := pos[col.Name]
+		switch {
+		case ok:
+			c.idx[i] = p
+		case col.derived, col.late:
+			c.idx[i] = -1
+		default:
+			return c.fail(line, "missing column %s", col.Name)
 		}
 	}
-	return s
+	for i, h := range fields {
+		if !known[h] {
+			c.extraIdx = append(c.extraIdx, i)
+		}
+	}
+	return nil
 }
 
-// Column constructors. Each binds a column name to a field through an accessor that returns
-// the field's address, so one function serves both directions.
-
-func intCol[T any](name string, f func(*T) *int) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindInt, Required: true},
-		get: func(v *T) string { return formatInt(*f(v)) },
-		set: func(v *T, s string) (err error) { *f(v), err = parseInt(s); return err }}
-}
-
-// zeroIsMissingIntCol writes 0 as an empty cell, for fields where 0 means "no value".
-func zeroIsMissingIntCol[T any](name string, f func(*T) *int) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindInt},
-		get: func(v *T) string {
-			if *f(v) == 0 {
-				return ""
+// decode reads one row's fields into a record.
+func (c *csvRows[T]) decode(fields []string, line int) (T, error) {
+	var zero, rec T
+	if v := fields[c.versionAt]; v != strconv.Itoa(FormatVersion) {
+		if v == "" {
+			v = `""`
+		}
+		return zero, &VersionError{File: c.name, Line: line, Version: v}
+	}
+	for i, col := range c.t.cols {
+		if col.derived || c.idx[i] < 0 {
+			continue
+		}
+		if err := col.set(&rec, fields[c.idx[i]]); err != nil {
+			return zero, c.fail(line, "%s: %v", col.Name, err)
+		}
+	}
+	for i, col := range c.t.cols {
+		if col.check != nil && c.idx[i] >= 0 {
+			if err := col.check(&rec, fields[c.idx[i]]); err != nil {
+				return zero, c.fail(line, "%s: %v", col.Name, err)
 			}
-			return formatInt(*f(v))
-		},
-		set: func(v *T, s string) (err error) {
-			if s == "" {
-				*f(v) = 0
-				return nil
-			}
-			*f(v), err = parseInt(s)
-			return err
-		}}
-}
-
-func optIntCol[T any](name string, f func(*T) **int) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindInt},
-		get: func(v *T) string { return formatOptInt(*f(v)) },
-		set: func(v *T, s string) (err error) { *f(v), err = parseOptInt(s); return err }}
-}
-
-func msCol[T any](name string, f func(*T) **time.Duration) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindFloat},
-		get: func(v *T) string {
-			if p := *f(v); p != nil {
-				return formatMs(*p)
-			}
-			return ""
-		},
-		set: func(v *T, s string) error {
-			if s == "" {
-				*f(v) = nil
-				return nil
-			}
-			d, err := parseMs(s)
-			if err != nil {
-				return err
-			}
-			*f(v) = &d
-			return nil
-		}}
-}
-
-func reqMsCol[T any](name string, f func(*T) *time.Duration) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindFloat, Required: true},
-		get: func(v *T) string { return formatMs(*f(v)) },
-		set: func(v *T, s string) (err error) { *f(v), err = parseMs(s); return err }}
-}
-
-func floatCol[T any](name string, decimals int, f func(*T) *float64) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindFloat},
-		get: func(v *T) string { return tabular.Float(*f(v), decimals) },
-		set: func(v *T, s string) (err error) { *f(v), err = parseFloat(s); return err }}
-}
-
-func boolCol[T any](name string, f func(*T) *bool) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindBool, Required: true},
-		get: func(v *T) string { return formatBool(*f(v)) },
-		set: func(v *T, s string) (err error) { *f(v), err = parseBool(s); return err }}
-}
-
-// optBoolCol is a bool column whose value may be unknown (nil): an empty cell.
-func optBoolCol[T any](name string, f func(*T) **bool) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindBool},
-		get: func(v *T) string {
-			if p := *f(v); p != nil {
-				return formatBool(*p)
-			}
-			return ""
-		},
-		set: func(v *T, s string) error {
-			if s == "" {
-				*f(v) = nil
-				return nil
-			}
-			b, err := parseBool(s)
-			if err != nil {
-				return err
-			}
-			*f(v) = &b
-			return nil
-		}}
-}
-
-func timeCol[T any](name string, f func(*T) *time.Time) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindTime},
-		get: func(v *T) string { return formatTime(*f(v)) },
-		set: func(v *T, s string) (err error) { *f(v), err = parseTime(s); return err }}
-}
-
-func strCol[T any](name string, f func(*T) *string) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindString},
-		get: func(v *T) string { return escapeCell(*f(v), "") },
-		set: func(v *T, s string) (err error) { *f(v), err = unescapeCell(s); return err }}
-}
-
-// typedStrCol is strCol for the string-based enum types of package record.
-func typedStrCol[T any, S ~string](name string, f func(*T) *S) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindString},
-		get: func(v *T) string { return escapeCell(string(*f(v)), "") },
-		set: func(v *T, s string) error {
-			u, err := unescapeCell(s)
-			*f(v) = S(u)
-			return err
-		}}
-}
-
-// listCol stores a list of short texts in one cell, joined by "; "; each item is escaped with
-// ';' as \x3b so that the join is unambiguous. Empty items are not kept.
-func listCol[T any](name string, f func(*T) *[]string) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindString},
-		get: func(v *T) string {
-			var parts []string
-			for _, s := range *f(v) {
-				if s != "" {
-					parts = append(parts, escapeCell(s, ";"))
-				}
-			}
-			return strings.Join(parts, "; ")
-		},
-		set: func(v *T, s string) error {
-			*f(v) = nil
-			if s == "" {
-				return nil
-			}
-			for _, p := range strings.Split(s, "; ") {
-				u, err := unescapeCell(p)
-				if err != nil {
-					return err
-				}
-				*f(v) = append(*f(v), u)
-			}
-			return nil
-		}}
-}
-
-// zeroIsMissingFloatCol writes 0 as an empty cell, for fields where 0 means "no value".
-func zeroIsMissingFloatCol[T any](name string, decimals int, f func(*T) *float64) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindFloat},
-		get: func(v *T) string {
-			if *f(v) == 0 {
-				return ""
-			}
-			return tabular.Float(*f(v), decimals)
-		},
-		set: func(v *T, s string) error {
-			if s == "" {
-				*f(v) = 0
-				return nil
-			}
-			x, err := parseFloat(s)
-			*f(v) = x
-			return err
-		}}
-}
-
-func optFloatCol[T any](name string, decimals int, f func(*T) **float64) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindFloat},
-		get: func(v *T) string {
-			if p := *f(v); p != nil {
-				return tabular.Float(*p, decimals)
-			}
-			return ""
-		},
-		set: func(v *T, s string) error {
-			if s == "" {
-				*f(v) = nil
-				return nil
-			}
-			x, err := parseFloat(s)
-			if err != nil {
-				return err
-			}
-			*f(v) = &x
-			return nil
-		}}
+		}
+	}
+	if c.t.extra != nil {
+		names := make([]string, len(c.extraIdx))
+		vals := make([]string, len(c.extraIdx))
+		for j, p := range c.extraIdx {
+			names[j], vals[j] = c.header[p], fields[p]
+		}
+		if err := c.t.extra(&rec, names, vals); err != nil {
+			return zero, c.fail(line, "%v", err)
+		}
+	}
+	return rec, nil
 }
 
 // Parse reads one cell of a column of kind k as this package writes it. It returns nil for an

@@ -3,7 +3,6 @@ package results
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,9 +13,9 @@ import (
 
 type gpuSample = record.GPUSample
 
-// telemetryTable is the column list of telemetry.csv: one row per GPU per sample, in the order
-// the samples were taken, written only where a GPU was sampled.
-var telemetryTable = &table[gpuSample]{file: TelemetryFile, cols: []column[gpuSample]{
+// TelemetryCSV is telemetry.csv: one row per GPU per sample, in the order the samples were
+// taken, written only where a GPU was sampled.
+var TelemetryCSV = &Table[gpuSample]{file: TelemetryFile, optional: true, cols: []column[gpuSample]{
 	timeCol("time", func(s *gpuSample) *time.Time { return &s.Time }),
 	strCol("server_id", func(s *gpuSample) *string { return &s.ServerID }),
 	intCol("gpu_index", func(s *gpuSample) *int { return &s.GPU }),
@@ -29,20 +28,6 @@ var telemetryTable = &table[gpuSample]{file: TelemetryFile, cols: []column[gpuSa
 	optIntCol("memory_used_mib", func(s *gpuSample) **int { return &s.MemUsedMiB }),
 	listCol("throttle_reasons", func(s *gpuSample) *[]string { return &s.Throttle }),
 }}
-
-// TelemetryColumns returns the columns of telemetry.csv in file order.
-func TelemetryColumns() []Column { return telemetryTable.Columns() }
-
-// NewTelemetryEncoder returns an encoder of telemetry.csv rows.
-func NewTelemetryEncoder(w io.Writer) *Encoder[record.GPUSample] {
-	return &Encoder[record.GPUSample]{w: w, t: telemetryTable}
-}
-
-// NewTelemetryScanner returns a scanner of telemetry.csv rows read from r; name is the file
-// name that errors carry.
-func NewTelemetryScanner(r io.Reader, name string) *Scanner[record.GPUSample] {
-	return newCSVScanner(r, name, telemetryTable, nil)
-}
 
 // AppendTelemetry appends GPU samples to telemetry.csv, creating it with its header on the
 // first samples: a run that sampled no GPU has no telemetry.csv. The samples go in one write.
@@ -66,7 +51,7 @@ func (f *Folder) AppendTelemetry(samples []record.GPUSample) error {
 		}
 		st, err := file.Stat()
 		if err == nil && st.Size() == 0 {
-			_, err = file.Write(encodeCSV(telemetryTable.header()))
+			_, err = file.Write(encodeCSV(TelemetryCSV.header()))
 		}
 		if err != nil {
 			file.Close()
@@ -76,7 +61,7 @@ func (f *Folder) AppendTelemetry(samples []record.GPUSample) error {
 	}
 	rows := make([][]string, len(samples))
 	for i := range samples {
-		rows[i] = telemetryTable.row(&samples[i])
+		rows[i] = TelemetryCSV.row(&samples[i])
 	}
 	return f.write(f.telemetry, TelemetryFile, encodeCSV(rows...))
 }
@@ -93,14 +78,14 @@ func (f *Folder) repairTelemetry() error {
 	if !hasTelemetry(f.dir) {
 		return nil
 	}
-	return filterFile(f.dir, TelemetryFile, telemetryTable.header(), NewTelemetryScanner, func(record.GPUSample) bool { return true })
+	return filterFile(f.dir, TelemetryFile, TelemetryCSV.header(), TelemetryCSV.NewScanner, func(record.GPUSample) bool { return true })
 }
 
 // Telemetry returns the rows of telemetry.csv; nil, and no error, for a folder without GPU
 // samples.
 func (r *Reader) Telemetry() ([]record.GPUSample, error) {
 	var rows []record.GPUSample
-	n, err := scanAll(r.dir, TelemetryFile, NewTelemetryScanner, r.tolerant(), func(s record.GPUSample, _ int) error {
+	n, err := scanAll(r.dir, TelemetryFile, TelemetryCSV.NewScanner, r.tolerant(), func(s record.GPUSample, _ int) error {
 		rows = append(rows, s)
 		return nil
 	})

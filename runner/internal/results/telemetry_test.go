@@ -90,7 +90,7 @@ func TestTelemetryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(files, func(s FileSchema) bool { return s.File == TelemetryFile }); i < 0 || !reflect.DeepEqual(files[i].Columns, TelemetryColumns()) {
+	if i := slices.IndexFunc(files, func(s FileSchema) bool { return s.File == TelemetryFile }); i < 0 || !reflect.DeepEqual(files[i].Columns, TelemetryCSV.Columns()) {
 		t.Errorf("datapackage.json lacks telemetry.csv with its columns: %+v", files)
 	}
 	if s := r.Schema(); s[len(s)-1].File != TelemetryFile {

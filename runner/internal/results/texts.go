@@ -62,26 +62,30 @@ func (e *JSONLEncoder[T]) Encode(v *T) error {
 	return nil
 }
 
-// NewOutputEncoder returns an encoder of outputs.jsonl rows.
-func NewOutputEncoder(w io.Writer) *JSONLEncoder[OutputRow] {
-	return &JSONLEncoder[OutputRow]{w: w, file: OutputsFile}
+// JSONLFile is one JSON Lines file of a result folder: free text, one row per line, each line
+// a JSON object whose first field is schema_version.
+type JSONLFile[T any] struct {
+	file string
 }
 
-// NewErrorEncoder returns an encoder of errors.jsonl rows.
-func NewErrorEncoder(w io.Writer) *JSONLEncoder[ErrorRow] {
-	return &JSONLEncoder[ErrorRow]{w: w, file: ErrorsFile}
+// OutputsJSONL is outputs.jsonl: the text each request generated.
+var OutputsJSONL = &JSONLFile[OutputRow]{file: OutputsFile}
+
+// ErrorsJSONL is errors.jsonl: why each failed request failed, in full.
+var ErrorsJSONL = &JSONLFile[ErrorRow]{file: ErrorsFile}
+
+// File returns the file's name in a result folder, e.g. outputs.jsonl.
+func (j *JSONLFile[T]) File() string { return j.file }
+
+// NewEncoder returns an encoder of the file's rows that writes to w.
+func (j *JSONLFile[T]) NewEncoder(w io.Writer) *JSONLEncoder[T] {
+	return &JSONLEncoder[T]{w: w, file: j.file}
 }
 
-// NewOutputScanner returns a scanner of outputs.jsonl rows read from r; name is the file name
-// that errors carry.
-func NewOutputScanner(r io.Reader, name string) *Scanner[OutputRow] {
-	return newJSONLScanner[OutputRow](r, name)
-}
-
-// NewErrorScanner returns a scanner of errors.jsonl rows read from r; name is the file name that
+// NewScanner returns a scanner of the file's rows read from r; name is the file name that
 // errors carry.
-func NewErrorScanner(r io.Reader, name string) *Scanner[ErrorRow] {
-	return newJSONLScanner[ErrorRow](r, name)
+func (j *JSONLFile[T]) NewScanner(r io.Reader, name string) *Scanner[T] {
+	return newJSONLScanner[T](r, name)
 }
 
 func newJSONLScanner[T any](r io.Reader, name string) *Scanner[T] {

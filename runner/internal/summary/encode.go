@@ -451,7 +451,7 @@ type CSVEncoder struct{ w io.Writer }
 func NewCSVEncoder(w io.Writer) *CSVEncoder { return &CSVEncoder{w: w} }
 
 // Encode writes s's rows.
-func (e *CSVEncoder) Encode(s *Report) error { return results.WriteSummary(e.w, s.Rows) }
+func (e *CSVEncoder) Encode(s *Report) error { return results.SummaryCSV.Write(e.w, s.Rows) }
 
 // JSONEncoder writes a Report as one indented JSON object: the folder's facts, "rows" (a
 // missing value null) and "fits".

@@ -1,4 +1,4 @@
-package results
+package merge
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
 // fleetSource is an experiment of three servers (one per model) and six configs, with an SLO
@@ -84,7 +85,7 @@ func (f *fleet) shardConfigs(i int) []experiment.Config {
 }
 
 func (f *fleet) fingerprint(count int) string {
-	return SHA256(f.exp.Source) + "/" + fmt.Sprint(count)
+	return results.SHA256(f.exp.Source) + "/" + fmt.Sprint(count)
 }
 
 // fleetRequest is the request seq of config c; one measured request fails.
@@ -98,11 +99,11 @@ func fleetRequest(c experiment.Config, seq int) record.Request {
 // folderSpec describes one folder of the fleet.
 type folderSpec struct {
 	configs   []experiment.Config
-	shard     *Shard // nil for a run of the whole plan
+	shard     *results.Shard // nil for a run of the whole plan
 	host      string
 	start     time.Time
-	status    Status // "" is complete; running leaves the folder open, its writer alive
-	telemetry bool   // sample a GPU beside each server
+	status    results.Status // "" is complete; running leaves the folder open, its writer alive
+	telemetry bool           // sample a GPU beside each server
 	// loadServer records the server's figures of every config as a load point, as a run that
 	// scraped /metrics around its load points does.
 	loadServer bool
@@ -123,21 +124,19 @@ func (f *fleet) write(t *testing.T, s folderSpec) string {
 	if start.IsZero() {
 		start = t0
 	}
-	folder, err := Create(f.root, exp, s.configs, RunInfo{RunnerVersion: "0.1.0-test", RunnerCommit: "0123456789abcdef",
-		Command: []string{"runner", "experiments/fleet.yaml"}, Start: start, Machine: &m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := results.RunInfo{RunnerVersion: "0.1.0-test", RunnerCommit: "0123456789abcdef",
+		Command: []string{"runner", "experiments/fleet.yaml"}, Start: start, Machine: &m}
 	if s.shard != nil {
 		sh := *s.shard
 		sh.Host = s.host
 		for _, c := range s.configs {
 			sh.Configs = append(sh.Configs, c.ID)
 		}
-		folder.man.Shard = &sh
-		if err := writeManifest(folder.dir, &folder.man); err != nil {
-			t.Fatal(err)
-		}
+		run.Shard = &sh
+	}
+	folder, err := results.Create(f.root, exp, s.configs, run)
+	if err != nil {
+		t.Fatal(err)
 	}
 	booted := map[string]bool{}
 	for _, c := range s.configs {
@@ -152,7 +151,7 @@ func (f *fleet) write(t *testing.T, s folderSpec) string {
 		fmt.Fprintf(log, "sim serving %s\n", c.Server.Model)
 		log.Close()
 		boot, exit := 1.5, 0
-		if err := folder.SetServer(ServerInfo{ServerID: c.ServerID, Engine: "sim", EngineVersion: "0.1.0", Model: c.Server.Model,
+		if err := folder.SetServer(results.ServerInfo{ServerID: c.ServerID, Engine: "sim", EngineVersion: "0.1.0", Model: c.Server.Model,
 			Argv: []string{"runner", "sim", "--model", c.Server.Model}, BootStart: t0.Add(time.Duration(c.Index) * time.Minute),
 			BootSeconds: &boot, ExitCode: &exit}); err != nil {
 			t.Fatal(err)
@@ -176,23 +175,24 @@ func (f *fleet) write(t *testing.T, s folderSpec) string {
 		if s.loadServer {
 			n, ttft := 1+c.Warmup+c.Repetitions, time.Duration(10+c.Index)*time.Millisecond
 			at := t0.Add(time.Duration(c.Index) * time.Minute)
-			if err := folder.AppendLoadServer(LoadServerRow{ConfigID: c.ID, ServerID: c.ServerID, Before: at, After: at.Add(30 * time.Second),
-				LoadServer: LoadServer{Requests: &n, TTFTMean: &ttft}}); err != nil {
+			if err := folder.AppendLoadServer(results.LoadServerRow{ConfigID: c.ID, ServerID: c.ServerID, Before: at, After: at.Add(30 * time.Second),
+				LoadServer: results.LoadServer{Requests: &n, TTFTMean: &ttft}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if s.status == StatusRunning {
-		t.Cleanup(folder.abandon)
+	if s.status == results.StatusRunning {
+		// The folder stays open, its writer alive, until the test ends.
+		t.Cleanup(func() { folder.Close(results.StatusInterrupted) })
 		return folder.Dir()
 	}
-	if err := folder.Close(cmpOr(s.status, StatusComplete)); err != nil {
+	if err := folder.Close(cmpOr(s.status, results.StatusComplete)); err != nil {
 		t.Fatal(err)
 	}
 	return folder.Dir()
 }
 
-func cmpOr(s, def Status) Status {
+func cmpOr(s, def results.Status) results.Status {
 	if s == "" {
 		return def
 	}
@@ -200,9 +200,9 @@ func cmpOr(s, def Status) Status {
 }
 
 // shard writes shard i of count with the plan's assignment.
-func (f *fleet) shard(t *testing.T, i int, status Status) string {
+func (f *fleet) shard(t *testing.T, i int, status results.Status) string {
 	t.Helper()
-	return f.write(t, folderSpec{configs: f.shardConfigs(i), shard: &Shard{Index: i, Count: fleetCount,
+	return f.write(t, folderSpec{configs: f.shardConfigs(i), shard: &results.Shard{Index: i, Count: fleetCount,
 		Fingerprint: f.fingerprint(fleetCount), Source: "JOB_COMPLETION_INDEX"}, host: fmt.Sprintf("gpu-node-%d", i),
 		start: t0.Add(time.Duration(i) * time.Second), status: status, telemetry: i == 0})
 }
@@ -221,32 +221,32 @@ func TestMerge(t *testing.T) {
 	single := f.single(t)
 	shards := []string{f.shard(t, 2, ""), f.shard(t, 0, ""), f.shard(t, 1, "")}
 	out := filepath.Join(t.TempDir(), "merged")
-	rep, err := Merge(out, shards, MergeOptions{})
+	rep, err := Folders(out, shards, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Status != StatusComplete || rep.Shards != 3 || rep.Configs != 6 || rep.Requests != 6*8 || len(rep.Missing) != 0 {
+	if rep.Status != results.StatusComplete || rep.Shards != 3 || rep.Configs != 6 || rep.Requests != 6*8 || len(rep.Missing) != 0 {
 		t.Errorf("report: %+v, want complete, 3 shards, 6 configs, 48 requests, nothing missing", rep)
 	}
 	if len(rep.Notes) != 0 {
 		t.Errorf("notes about shards on alike machines and one runner: %q", rep.Notes)
 	}
-	for _, name := range []string{ConfigsFile, RequestsFile, EventsFile, OutputsFile, ErrorsFile, SummaryFile, LoadFile} {
+	for _, name := range []string{results.ConfigsFile, results.RequestsFile, results.EventsFile, results.OutputsFile, results.ErrorsFile, results.SummaryFile, results.LoadFile} {
 		got, want := readFile(t, filepath.Join(out, name)), readFile(t, filepath.Join(single, name))
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s of the merged folder differs from the single run's:\n--- merged\n%s\n--- single\n%s", name, got, want)
 		}
 	}
 
-	m, err := ReadManifest(out)
+	m, err := results.ReadManifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm, err := ReadManifest(single)
+	sm, err := results.ReadManifest(single)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Status != StatusComplete || m.Shard != nil || m.Merged == nil {
+	if m.Status != results.StatusComplete || m.Shard != nil || m.Merged == nil {
 		t.Fatalf("manifest: status %s, shard %v, merged %v", m.Status, m.Shard, m.Merged)
 	}
 	if !reflect.DeepEqual(m.Configs, sm.Configs) {
@@ -255,10 +255,10 @@ func TestMerge(t *testing.T) {
 	if !reflect.DeepEqual(m.Experiment, sm.Experiment) {
 		t.Errorf("experiment %+v, want %+v", m.Experiment, sm.Experiment)
 	}
-	wantShards := []MergedShard{
-		{Index: 0, Folder: shards[1], Host: "gpu-node-0", Status: StatusComplete},
-		{Index: 1, Folder: shards[2], Host: "gpu-node-1", Status: StatusComplete},
-		{Index: 2, Folder: shards[0], Host: "gpu-node-2", Status: StatusComplete},
+	wantShards := []results.MergedShard{
+		{Index: 0, Folder: shards[1], Host: "gpu-node-0", Status: results.StatusComplete},
+		{Index: 1, Folder: shards[2], Host: "gpu-node-1", Status: results.StatusComplete},
+		{Index: 2, Folder: shards[0], Host: "gpu-node-2", Status: results.StatusComplete},
 	}
 	for i := range wantShards {
 		wantShards[i].Machine = testMachine
@@ -272,7 +272,7 @@ func TestMerge(t *testing.T) {
 	}
 	var latest time.Time
 	for _, d := range shards {
-		sm, _ := ReadManifest(d)
+		sm, _ := results.ReadManifest(d)
 		if sm.End.After(latest) {
 			latest = *sm.End
 		}
@@ -285,12 +285,12 @@ func TestMerge(t *testing.T) {
 	if !reflect.DeepEqual(m.Machine, wantMachine) {
 		t.Errorf("machine %+v, want shard 0's without a hostname, %+v", m.Machine, wantMachine)
 	}
-	if m.Command != nil || m.Process != (Process{}) || m.Resumes != nil {
+	if m.Command != nil || m.Process != (results.Process{}) || m.Resumes != nil {
 		t.Errorf("command %q, process %+v, resumes %v: want none (they are the shards')", m.Command, m.Process, m.Resumes)
 	}
 
 	// servers.csv: the boots in plan order, each with its shard, host and log.
-	r, err := Open(out)
+	r, err := results.Open(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,27 +329,27 @@ func TestMerge(t *testing.T) {
 	if len(tel) != 2 || tel[0].ServerID != f.configs[2].ServerID {
 		t.Errorf("telemetry: %d samples, want shard 0's 2", len(tel))
 	}
-	files, err := ReadSchema(out)
+	files, err := results.ReadSchema(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(files, folderSchema(out, m.Configs)) || files[len(files)-1].File != TelemetryFile {
+	if !reflect.DeepEqual(files, readerSchema(t, out)) || files[len(files)-1].File != results.TelemetryFile {
 		t.Errorf("datapackage.json does not describe the merged folder with its telemetry.csv")
 	}
 
 	// The merged folder reads as a run: Load takes it whole, with the single run's requests.
-	l, err := ReadAll(out)
+	l, err := results.ReadAll(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, err := ReadAll(single)
+	sl, err := results.ReadAll(single)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(l.Requests, sl.Requests) || len(l.Load) != len(sl.Load) || l.Status != StatusComplete {
+	if !reflect.DeepEqual(l.Requests, sl.Requests) || len(l.Load) != len(sl.Load) || l.Status != results.StatusComplete {
 		t.Errorf("the merged folder does not load as the single run does")
 	}
-	if _, _, err := Resume(out); err == nil || !strings.Contains(err.Error(), "a merged folder") {
+	if _, _, err := results.Resume(out); err == nil || !strings.Contains(err.Error(), "a merged folder") {
 		t.Errorf("resume of a merged folder: %v, want a refusal", err)
 	}
 }
@@ -365,7 +365,7 @@ func TestMergeIdempotent(t *testing.T) {
 	}
 	outs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b", "merged")}
 	for _, out := range outs {
-		if _, err := Merge(out, shards, MergeOptions{}); err != nil {
+		if _, err := Folders(out, shards, Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -389,22 +389,22 @@ func TestMergeDiscardedAndLogs(t *testing.T) {
 	f := newFleet(t)
 	shards := []string{f.shard(t, 0, ""), f.shard(t, 1, ""), f.shard(t, 2, "")}
 	for i, d := range shards[:2] {
-		if err := os.MkdirAll(filepath.Join(d, DiscardedDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(d, results.DiscardedDir), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		writeFileT(t, filepath.Join(d, DiscardedDir, RequestsFile), fmt.Sprintf("rows of shard %d\n", i))
-		writeFileT(t, filepath.Join(d, LogsDir, "sim-extra.log"), fmt.Sprintf("extra log of shard %d\n", i))
-		m, err := ReadManifest(d)
+		writeFileT(t, filepath.Join(d, results.DiscardedDir, results.RequestsFile), fmt.Sprintf("rows of shard %d\n", i))
+		writeFileT(t, filepath.Join(d, results.LogsDir, "sim-extra.log"), fmt.Sprintf("extra log of shard %d\n", i))
+		m, err := results.ReadManifest(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Discarded = []Discarded{{ConfigID: m.Configs[0].ID, Rows: 3, Reason: "partial load point", Time: t0}}
+		m.Discarded = []results.Discarded{{ConfigID: m.Configs[0].ID, Rows: 3, Reason: "partial load point", Time: t0}}
 		if err := writeManifest(d, m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	out := filepath.Join(t.TempDir(), "merged")
-	if _, err := Merge(out, shards, MergeOptions{}); err != nil {
+	if _, err := Folders(out, shards, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
@@ -417,7 +417,7 @@ func TestMergeDiscardedAndLogs(t *testing.T) {
 			t.Errorf("%s: %q, want %q", path, got, want)
 		}
 	}
-	m, err := ReadManifest(out)
+	m, err := results.ReadManifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,28 +426,28 @@ func TestMergeDiscardedAndLogs(t *testing.T) {
 	}
 }
 
-// TestMergeRefusals checks every set of shards that Merge refuses, and that it then writes
+// TestMergeRefusals checks every set of shards that Folders refuses, and that it then writes
 // nothing.
 func TestMergeRefusals(t *testing.T) {
 	f := newFleet(t)
 	s0, s1, s2 := f.shard(t, 0, ""), f.shard(t, 1, ""), f.shard(t, 2, "")
 	single := f.single(t)
 	merged := filepath.Join(t.TempDir(), "merged")
-	if _, err := Merge(merged, []string{s0, s1, s2}, MergeOptions{}); err != nil {
+	if _, err := Folders(merged, []string{s0, s1, s2}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	other := newFleetOf(t, strings.Replace(fleetSource, "repetitions: 6", "repetitions: 5", 1))
 	otherShard := other.shard(t, 1, "")
 	// The same plan cut in four, and a shard of three with another fingerprint.
-	four := f.write(t, folderSpec{configs: f.shardConfigs(1), shard: &Shard{Index: 1, Count: 4, Fingerprint: f.fingerprint(4)}, host: "n4"})
-	forged := f.write(t, folderSpec{configs: f.shardConfigs(1), shard: &Shard{Index: 1, Count: 3, Fingerprint: "0badf00d/3"}, host: "nf"})
+	four := f.write(t, folderSpec{configs: f.shardConfigs(1), shard: &results.Shard{Index: 1, Count: 4, Fingerprint: f.fingerprint(4)}, host: "n4"})
+	forged := f.write(t, folderSpec{configs: f.shardConfigs(1), shard: &results.Shard{Index: 1, Count: 3, Fingerprint: "0badf00d/3"}, host: "nf"})
 	again := f.shard(t, 1, "")
-	running := f.shard(t, 1, StatusRunning)
-	failed := f.shard(t, 0, StatusFailed)
-	interrupted := f.shard(t, 0, StatusInterrupted)
-	outOfRange := f.write(t, folderSpec{configs: nil, shard: &Shard{Index: 3, Count: 3, Fingerprint: f.fingerprint(3)}, host: "nx"})
+	running := f.shard(t, 1, results.StatusRunning)
+	failed := f.shard(t, 0, results.StatusFailed)
+	interrupted := f.shard(t, 0, results.StatusInterrupted)
+	outOfRange := f.write(t, folderSpec{configs: nil, shard: &results.Shard{Index: 3, Count: 3, Fingerprint: f.fingerprint(3)}, host: "nx"})
 	// Shard 2 holding what shard 1 holds.
-	overlap := f.write(t, folderSpec{configs: f.shardConfigs(1), shard: &Shard{Index: 2, Count: 3, Fingerprint: f.fingerprint(3)}, host: "no"})
+	overlap := f.write(t, folderSpec{configs: f.shardConfigs(1), shard: &results.Shard{Index: 2, Count: 3, Fingerprint: f.fingerprint(3)}, host: "no"})
 	nonEmpty := t.TempDir()
 	writeFileT(t, filepath.Join(nonEmpty, "notes.txt"), "mine\n")
 	ids := func(cs []experiment.Config) string {
@@ -474,7 +474,7 @@ func TestMergeRefusals(t *testing.T) {
 		{name: "not a result folder", dirs: []string{s0, s1, s2, nonEmpty},
 			want: []string{nonEmpty + ": no manifest.json: not a result folder"}},
 		{name: "another experiment", dirs: []string{s0, otherShard, s2},
-			want: []string{otherShard + ": a shard of another experiment file (fleet, sha256 " + SHA256(other.exp.Source)[:12] + "; " + s0 + " is of fleet, sha256 " + SHA256(f.exp.Source)[:12] + ")"}},
+			want: []string{otherShard + ": a shard of another experiment file (fleet, sha256 " + results.SHA256(other.exp.Source)[:12] + "; " + s0 + " is of fleet, sha256 " + results.SHA256(f.exp.Source)[:12] + ")"}},
 		{name: "another count", dirs: []string{s0, four, s2},
 			want: []string{four + ": shard 1 of 4, but " + s0 + " is a shard of 3: the folders split the experiment in different ways"}},
 		{name: "another fingerprint", dirs: []string{s0, forged, s2},
@@ -516,13 +516,13 @@ func TestMergeRefusals(t *testing.T) {
 				out = filepath.Join(t.TempDir(), "merged")
 			}
 			before := hashTree(t, filepath.Dir(out))
-			_, err := Merge(out, tt.dirs, MergeOptions{Partial: tt.partial})
+			_, err := Folders(out, tt.dirs, Options{Partial: tt.partial})
 			if err == nil {
 				t.Fatal("merged")
 			}
-			var me *MergeError
+			var me *Error
 			if errors.As(err, &me) == tt.usage {
-				t.Errorf("error %T: want a *MergeError %v", err, !tt.usage)
+				t.Errorf("error %T: want a *Error %v", err, !tt.usage)
 			}
 			if errors.Is(err, ErrBadOut) != tt.badOut {
 				t.Errorf("errors.Is(err, ErrBadOut) = %v, want %v", !tt.badOut, tt.badOut)
@@ -547,7 +547,7 @@ func TestMergeRefusals(t *testing.T) {
 func TestMergePartial(t *testing.T) {
 	f := newFleet(t)
 	s0, s2 := f.shard(t, 0, ""), f.shard(t, 2, "")
-	failed := f.shard(t, 1, StatusFailed)
+	failed := f.shard(t, 1, results.StatusFailed)
 	tests := []struct {
 		name        string
 		dirs        []string
@@ -562,15 +562,15 @@ func TestMergePartial(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "merged")
-			rep, err := Merge(out, tt.dirs, MergeOptions{Partial: true})
+			rep, err := Folders(out, tt.dirs, Options{Partial: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantStatus := StatusIncomplete
+			wantStatus := results.StatusIncomplete
 			if tt.wantMissing == nil {
-				wantStatus = StatusComplete
+				wantStatus = results.StatusComplete
 			}
-			l, err := ReadAll(out)
+			l, err := results.ReadAll(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -603,7 +603,7 @@ func TestMergeRedactedPlan(t *testing.T) {
 	f := newFleetOf(t, strings.Replace(fleetSource, "  engine: sim\n", "  engine: sim\n  env: {HF_TOKEN: hf_secret}\n", 1))
 	s0 := f.shard(t, 0, "")
 	out := filepath.Join(t.TempDir(), "merged")
-	rep, err := Merge(out, []string{s0}, MergeOptions{Partial: true})
+	rep, err := Folders(out, []string{s0}, Options{Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,36 +623,22 @@ func TestMergeRedactedPlan(t *testing.T) {
 func TestMergeNotes(t *testing.T) {
 	f := newFleet(t)
 	shards := []string{f.shard(t, 0, ""), f.shard(t, 1, ""), f.shard(t, 2, "")}
-	m, err := ReadManifest(shards[1])
+	m, err := results.ReadManifest(shards[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Machine.GPUs = []GPU{{Name: "NVIDIA L4", Driver: "550.54.15", MemoryMiB: 23034}}
+	m.Machine.GPUs = []results.GPU{{Name: "NVIDIA L4", Driver: "550.54.15", MemoryMiB: 23034}}
 	m.Runner.Version = "0.2.0"
 	if err := writeManifest(shards[1], m); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Merge(filepath.Join(t.TempDir(), "merged"), shards, MergeOptions{})
+	rep, err := Folders(filepath.Join(t.TempDir(), "merged"), shards, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Notes) != 2 || !strings.Contains(rep.Notes[0], "shard 1 of 3: linux/amd64, AMD EPYC 7B13 × 2, NVIDIA L4 23034 MiB driver 550.54.15") ||
 		!strings.Contains(rep.Notes[1], "shard 1 of 3: 0.2.0 (0123456789ab)") {
 		t.Errorf("notes: %q", rep.Notes)
-	}
-}
-
-// TestReadServersWithoutShardColumns reads a servers.csv written before it had the shard and
-// host columns.
-func TestReadServersWithoutShardColumns(t *testing.T) {
-	old := "schema_version,server_id,resume,engine,engine_version,model,boot_start_time,boot_s,exit_code,exit_signal,log_file\n" +
-		"1,s0-77aa,0,sim,0.1.0,tiny,2026-11-29T08:12:00.123456789Z,12.500000,0,,logs/s0-77aa.log\n"
-	s := NewServerScanner(strings.NewReader(old), ServersFile)
-	if !s.Scan() {
-		t.Fatal(s.Err())
-	}
-	if got := s.Record(); got.ServerID != "s0-77aa" || got.Shard != nil || got.Host != "" {
-		t.Errorf("read %+v", got)
 	}
 }
 
@@ -670,7 +656,7 @@ func configIDs(cs []experiment.Config) []string {
 func TestMergeUnlistedConfigs(t *testing.T) {
 	f := newFleet(t)
 	s0 := f.shard(t, 0, "")
-	m, err := ReadManifest(s0)
+	m, err := results.ReadManifest(s0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,15 +664,15 @@ func TestMergeUnlistedConfigs(t *testing.T) {
 	if err := writeManifest(s0, m); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Merge(filepath.Join(t.TempDir(), "refused"), []string{s0}, MergeOptions{})
+	_, err = Folders(filepath.Join(t.TempDir(), "refused"), []string{s0}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "shards 1, 2 of 3 are missing: no folder given holds them; their configs: unknown (the experiment copy in the manifest does not load: ") {
 		t.Errorf("merge without --partial: %v", err)
 	}
-	rep, err := Merge(filepath.Join(t.TempDir(), "merged"), []string{s0}, MergeOptions{Partial: true})
+	rep, err := Folders(filepath.Join(t.TempDir(), "merged"), []string{s0}, Options{Partial: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Status != StatusIncomplete || len(rep.Missing) != 0 || len(rep.Notes) != 1 ||
+	if rep.Status != results.StatusIncomplete || len(rep.Missing) != 0 || len(rep.Notes) != 1 ||
 		!strings.HasPrefix(rep.Notes[0], "the configs of the missing shards are not listed: ") {
 		t.Errorf("report %+v, want incomplete with a note", rep)
 	}
@@ -754,21 +740,21 @@ func TestMergeLoadServer(t *testing.T) {
 	single := f.write(t, folderSpec{configs: f.configs, host: "gpu-node-0", loadServer: true})
 	var shards []string
 	for i := range fleetCount {
-		shards = append(shards, f.write(t, folderSpec{configs: f.shardConfigs(i), shard: &Shard{Index: i, Count: fleetCount,
+		shards = append(shards, f.write(t, folderSpec{configs: f.shardConfigs(i), shard: &results.Shard{Index: i, Count: fleetCount,
 			Fingerprint: f.fingerprint(fleetCount), Source: "JOB_COMPLETION_INDEX"}, host: fmt.Sprintf("gpu-node-%d", i),
 			start: t0.Add(time.Duration(i) * time.Second), loadServer: true}))
 	}
 	out := filepath.Join(t.TempDir(), "merged")
-	if _, err := Merge(out, shards, MergeOptions{}); err != nil {
+	if _, err := Folders(out, shards, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{LoadServerFile, LoadFile} {
+	for _, name := range []string{results.LoadServerFile, results.LoadFile} {
 		got, want := readFile(t, filepath.Join(out, name)), readFile(t, filepath.Join(single, name))
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s of the merged folder differs from the single run's:\n--- merged\n%s\n--- single\n%s", name, got, want)
 		}
 	}
-	if !strings.Contains(string(readFile(t, filepath.Join(out, SchemaFile))), LoadServerFile) {
-		t.Errorf("datapackage.json of the merged folder does not describe %s", LoadServerFile)
+	if !strings.Contains(string(readFile(t, filepath.Join(out, results.SchemaFile))), results.LoadServerFile) {
+		t.Errorf("datapackage.json of the merged folder does not describe %s", results.LoadServerFile)
 	}
 }

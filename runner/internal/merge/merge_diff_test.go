@@ -1,10 +1,11 @@
-package results_test
+package merge_test
 
 import (
 	"path/filepath"
 	"testing"
 
 	"github.com/onelayerdown/runner/runner/internal/compare"
+	"github.com/onelayerdown/runner/runner/internal/merge"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
@@ -12,9 +13,9 @@ import (
 // run of the same plan on one machine, strictly: the same configs, the same environment and
 // no metric that changed.
 func TestMergedDiffsAsSingle(t *testing.T) {
-	single, shards := results.FleetRuns(t)
+	single, shards := merge.FleetRuns(t)
 	out := filepath.Join(t.TempDir(), "merged")
-	if _, err := results.Merge(out, shards, results.MergeOptions{}); err != nil {
+	if _, err := merge.Folders(out, shards, merge.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	old, err := compare.Read(single)
