@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
@@ -14,6 +17,50 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// subcommands are, by command, the first arguments that name a command of their own, such as
+// export's kubernetes: its errors read "export kubernetes: ...".
+var subcommands = map[string][]string{"export": {"kubernetes", "slurm"}}
+
+// nameIn is the name of the command that args run: c's, followed by its subcommand's when
+// args begin with one.
+func (c command) nameIn(args []string) string {
+	if len(args) > 0 && slices.Contains(subcommands[c.name], args[0]) {
+		return c.name + " " + args[0]
+	}
+	return c.name
+}
+
+// commandError puts the name of the command that failed before the message of err, so that
+// every error reads "runner: COMMAND: ..." (docs/architecture.md, Errors). It is the one place
+// that names the command: an error keeps its exit status and identity (errors.Is and errors.As
+// still see through it), each line of an errorLines gets the name, and an experiment file's
+// problems, located as FILE:LINE:COL, stand alone. A nil error, or an exitError with nothing
+// more to say, is returned as it is.
+func commandError(name string, err error) error {
+	switch e := err.(type) {
+	case nil, experiment.ErrorList:
+		return err
+	case *exitError:
+		if e.err == nil {
+			return e
+		}
+		return &exitError{code: e.code, err: commandError(name, e.err)}
+	case errorLines:
+		lines := make(errorLines, len(e))
+		for i, x := range e {
+			lines[i] = commandError(name, x)
+		}
+		return lines
+	}
+	// An exit status deeper in the chain is kept; stderr shows that error's own message, as
+	// exitCode does.
+	var ex *exitError
+	if errors.As(err, &ex) {
+		return commandError(name, ex)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // commands lists the subcommands in the order help shows them.
@@ -53,11 +100,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, c := range commands() {
 		if c.name == name && c.run != nil {
-			return c.run(ctx, args[1:], stdout, stderr)
+			return commandError(c.nameIn(args[1:]), c.run(ctx, args[1:], stdout, stderr))
 		}
 	}
 	if strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
-		return cmdRun(ctx, args, stdout, stderr)
+		return commandError("run", cmdRun(ctx, args, stdout, stderr))
 	}
 	return usageError("unknown command %q (run 'runner help' for a list)", name)
 }

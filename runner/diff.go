@@ -87,25 +87,25 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(dirs) != 2 {
-		return usageError("diff: want two result folders, OLD and NEW, got %d (usage: %s)", len(dirs), synopsis)
+		return usageError("want two result folders, OLD and NEW, got %d (usage: %s)", len(dirs), synopsis)
 	}
 	if !(*alpha > 0 && *alpha < 1) {
-		return usageError("diff: --alpha %s: want a number between 0 and 1", strconv.FormatFloat(*alpha, 'g', -1, 64))
+		return usageError("--alpha %s: want a number between 0 and 1", strconv.FormatFloat(*alpha, 'g', -1, 64))
 	}
 	if *join != string(compare.ByID) && *join != string(compare.ByLabel) {
-		return usageError("diff: --join %q: want id or label", *join)
+		return usageError("--join %q: want id or label", *join)
 	}
 	var thresholds []compare.Threshold
 	for _, v := range failOn {
 		ts, err := compare.ParseThresholds(v)
 		if err != nil {
-			return usageError("diff: --fail-on: %v", err)
+			return usageError("--fail-on: %v", err)
 		}
 		thresholds = append(thresholds, ts...)
 	}
 	enc, err := compare.NewEncoder(*format, stdout)
 	if err != nil {
-		return usageError("diff: --format: %v", err)
+		return usageError("--format: %v", err)
 	}
 	if t, ok := enc.(*compare.TextEncoder); ok {
 		t.Wide(*wide)
@@ -114,19 +114,19 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var sides [2]*compare.Side
 	for i, dir := range dirs {
 		if sides[i], err = compare.Read(dir); err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("diff: %w", err)}
+			return &exitError{code: 2, err: err}
 		}
 	}
 	rep, err := compare.Compare(sides[0], sides[1], compare.Options{Alpha: *alpha, Thresholds: thresholds,
 		Strict: *strict, AllowMissing: *allowMissing, JoinBy: compare.JoinBy(*join)})
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("diff: %w", err)}
+		return &exitError{code: 2, err: err}
 	}
 	if err := enc.Encode(rep); err != nil {
-		return fmt.Errorf("diff: write report: %w", err)
+		return fmt.Errorf("write report: %w", err)
 	}
 	if rep.Gate.Failed() {
-		return &exitError{code: 1, err: errors.New("diff: regression: " + strings.Join(rep.Gate.Reasons, "; "))}
+		return &exitError{code: 1, err: errors.New("regression: " + strings.Join(rep.Gate.Reasons, "; "))}
 	}
 	return nil
 }

@@ -54,21 +54,21 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(operands) > 0 && operands[0] != "parquet" {
-		return usageError("export: unknown format %q: want parquet, kubernetes or slurm", operands[0])
+		return usageError("unknown format %q: want parquet, kubernetes or slurm", operands[0])
 	}
 	if len(operands) != 2 {
-		return usageError("export: want a format and one result folder (usage: %s)", synopsis)
+		return usageError("want a format and one result folder (usage: %s)", synopsis)
 	}
 	dir := operands[1]
 	if _, err := results.Open(dir); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("export: %w", err)}
+		return &exitError{code: 2, err: err}
 	}
 	if *out == "" {
 		*out = filepath.Join(dir, export.ParquetDir)
 	}
 	rep, err := export.Parquet(dir, *out)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("export: %w", err)}
+		return &exitError{code: 1, err: err}
 	}
 	for _, n := range rep.Notes {
 		warnf(stderr, "export: %s: %s", dir, n)
@@ -109,7 +109,7 @@ func cmdExportKubernetes(args []string, stdout, stderr io.Writer) error {
 	if helped || err != nil {
 		return err
 	}
-	e, err := exportExperiment("export kubernetes", files, synopsis)
+	e, err := exportExperiment(files, synopsis)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func cmdExportKubernetes(args []string, stdout, stderr io.Writer) error {
 		Namespace: *namespace, Command: append([]string{"runner", "export", "kubernetes"}, args...),
 	}
 	if err := k.Check(); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("export kubernetes: %w", err)}
+		return &exitError{code: 2, err: err}
 	}
 	if note := sched.EmptyShards(e, *shards); note != "" {
 		warnf(stderr, "export kubernetes: %s", note)
@@ -152,7 +152,7 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 	if helped || err != nil {
 		return err
 	}
-	e, err := exportExperiment("export slurm", files, synopsis)
+	e, err := exportExperiment(files, synopsis)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 		Command: append([]string{"runner", "export", "slurm"}, args...),
 	}
 	if err := s.Check(); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("export slurm: %w", err)}
+		return &exitError{code: 2, err: err}
 	}
 	if note := sched.EmptyShards(e, *shards); note != "" {
 		warnf(stderr, "export slurm: %s", note)
@@ -172,11 +172,11 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 
 // exportExperiment loads the one experiment file of a scheduler export: the file is checked
 // and expanded here so that a bad file fails now, not on every machine of the cluster.
-func exportExperiment(cmd string, files []string, synopsis string) (sched.Experiment, error) {
+func exportExperiment(files []string, synopsis string) (sched.Experiment, error) {
 	if len(files) != 1 {
-		return sched.Experiment{}, usageError("%s: want exactly one experiment file, got %d (usage: %s)", cmd, len(files), synopsis)
+		return sched.Experiment{}, usageError("want exactly one experiment file, got %d (usage: %s)", len(files), synopsis)
 	}
-	exp, cfgs, err := loadExperiment(cmd, files[0])
+	exp, cfgs, err := loadExperiment(files[0])
 	if err != nil {
 		return sched.Experiment{}, err
 	}

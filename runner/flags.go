@@ -60,10 +60,9 @@ func flagsAndFiles(fs *flag.FlagSet, args []string) (files []string, helped bool
 	}
 }
 
-// loadExperiment loads, checks and expands an experiment file for the command cmd. It fails
-// with exit status 2: with the file's located problems, or with what kept it from being read,
-// after cmd when cmd is not empty.
-func loadExperiment(cmd, file string) (*experiment.Experiment, []experiment.Config, error) {
+// loadExperiment loads, checks and expands an experiment file. It fails with exit status 2:
+// with the file's located problems, or with what kept it from being read.
+func loadExperiment(file string) (*experiment.Experiment, []experiment.Config, error) {
 	e, err := experiment.ReadFile(file)
 	var cfgs []experiment.Config
 	if err == nil {
@@ -74,9 +73,6 @@ func loadExperiment(cmd, file string) (*experiment.Experiment, []experiment.Conf
 	var list experiment.ErrorList
 	if errors.As(err, &list) {
 		return nil, nil, &exitError{code: 2, err: list}
-	}
-	if cmd != "" {
-		err = fmt.Errorf("%s: %w", cmd, err)
 	}
 	return nil, nil, &exitError{code: 2, err: err}
 }

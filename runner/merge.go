@@ -40,24 +40,21 @@ func cmdMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *out == "" {
-		return usageError("merge: -o OUT is required (usage: %s)", mergeSynopsis)
+		return usageError("-o OUT is required (usage: %s)", mergeSynopsis)
 	}
 	if len(dirs) == 0 {
-		return usageError("merge: want the shard folders to merge (usage: %s)", mergeSynopsis)
+		return usageError("want the shard folders to merge (usage: %s)", mergeSynopsis)
 	}
 	rep, err := merge.Folders(*out, dirs, merge.Options{Partial: *partial})
 	var bad *merge.Error
 	switch {
 	case errors.Is(err, merge.ErrBadOut):
-		return &exitError{code: 2, err: fmt.Errorf("merge: %w", err)}
+		return &exitError{code: 2, err: err}
 	case errors.As(err, &bad):
-		lines := make(errorLines, len(bad.Problems))
-		for i, p := range bad.Problems {
-			lines[i] = fmt.Errorf("merge: %w", p)
-		}
-		return &exitError{code: 1, err: lines}
+		// Each problem is a line of its own, after the command's name.
+		return &exitError{code: 1, err: errorLines(bad.Problems)}
 	case err != nil:
-		return &exitError{code: 1, err: fmt.Errorf("merge: %w", err)}
+		return &exitError{code: 1, err: err}
 	}
 	for _, n := range rep.Notes {
 		warnf(stderr, "merge: %s", n)

@@ -82,7 +82,7 @@ func TestMergeCommand(t *testing.T) {
 		{name: "no shards", args: []string{"merge", "-o", "{out}"}, code: 2,
 			stderr: []string{"runner: merge: want the shard folders to merge"}},
 		{name: "an output folder that is not empty", args: []string{"merge", "-o", notEmpty, shards[0], shards[1]}, code: 2,
-			stderr: []string{"runner: merge: results: merge: " + notEmpty + " cannot hold the merged folder: it exists and is not empty"}},
+			stderr: []string{"runner: merge: " + notEmpty + " cannot hold the merged folder: it exists and is not empty"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

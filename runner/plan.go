@@ -38,16 +38,16 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(files) != 1 {
-		return usageError("plan: want exactly one experiment file, got %d (usage: runner plan FILE [--shards N] [--format text|json|csv])", len(files))
+		return usageError("want exactly one experiment file, got %d (usage: runner plan FILE [--shards N] [--format text|json|csv])", len(files))
 	}
 	if *shards < 0 || *shards == 0 && flagSet(fs, "shards") {
-		return usageError("plan: --shards %d: the shard count must be at least 1", *shards)
+		return usageError("--shards %d: the shard count must be at least 1", *shards)
 	}
 	enc, err := plan.NewEncoder(*format, stdout)
 	if err != nil {
-		return usageError("plan: %v", err)
+		return usageError("%v", err)
 	}
-	e, cfgs, err := loadExperiment("plan", files[0])
+	e, cfgs, err := loadExperiment(files[0])
 	if err != nil {
 		return err
 	}

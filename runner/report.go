@@ -48,13 +48,13 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(dirs) < 1 || len(dirs) > 2 {
-		return usageError("report: want one or two result folders, got %d (usage: %s)", len(dirs), reportUsage)
+		return usageError("want one or two result folders, got %d (usage: %s)", len(dirs), reportUsage)
 	}
 	var folders []*report.Folder
 	for _, d := range dirs {
 		f, err := report.Read(d)
 		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("report: %w", err)}
+			return &exitError{code: 2, err: err}
 		}
 		for _, n := range f.Notes {
 			warnf(stderr, "report: %s: %s", d, n)

@@ -58,7 +58,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if helped || err != nil {
 		return err
 	}
-	exp, cfgs, err := loadExperiment("run", file)
+	exp, cfgs, err := loadExperiment(file)
 	if err != nil {
 		return err
 	}
@@ -121,10 +121,10 @@ func parseRunFlags(args []string, stderr io.Writer) (fl runFlags, file string, h
 		return fl, "", helped, err
 	}
 	if len(files) != 1 {
-		return fl, "", false, usageError("run: want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
+		return fl, "", false, usageError("want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
 	}
 	if fl.stopGrace < 0 {
-		return fl, "", false, usageError("run: --stop-grace %s: want a duration of zero or more (0 means %s)", fl.stopGrace, engine.DefaultStopGrace)
+		return fl, "", false, usageError("--stop-grace %s: want a duration of zero or more (0 means %s)", fl.stopGrace, engine.DefaultStopGrace)
 	}
 	return fl, files[0], false, nil
 }
@@ -142,7 +142,8 @@ func resumeFolder(dir string, exp *experiment.Experiment, cfgs []experiment.Conf
 	}
 	folder, done, err := results.Resume(dir)
 	if err != nil {
-		return nil, results.Done{}, &exitError{code: 2, err: fmt.Errorf("resume: %w", err)}
+		// Its error names the folder it resumes.
+		return nil, results.Done{}, &exitError{code: 2, err: err}
 	}
 	folder.HideSecrets(cfgs, redact.ArgSecrets(args)...)
 	fmt.Fprintf(stderr, "resuming %s: %d requests already recorded\n", folder.Dir(), done.Len())
@@ -168,7 +169,8 @@ func createFolder(root string, exp *experiment.Experiment, cfgs []experiment.Con
 		Schedule: orchestrate.ScheduleVersion, Shard: shard,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create the result folder: %w", err)
+		// Its error names the folder it creates.
+		return nil, err
 	}
 	fmt.Fprintf(stderr, "writing %s\n", folder.Dir())
 	return folder, nil
@@ -252,7 +254,7 @@ func printRun(stdout io.Writer, folder *results.Folder, out orchestrate.Outcome,
 func selectShard(spec string, exp *experiment.Experiment, cfgs []experiment.Config) (*results.Shard, []experiment.Config, error) {
 	w, err := plan.ParseShard(spec, os.Getenv)
 	if err != nil {
-		return nil, nil, usageError("run: %v", err)
+		return nil, nil, usageError("%v", err)
 	}
 	mine := plan.Shards(cfgs, w.Count)[w.Index]
 	host, _ := os.Hostname()

@@ -123,7 +123,7 @@ func TestRunShardResumeMismatch(t *testing.T) {
 		want string
 	}{
 		{"another index", []string{"--resume", shard0, "--shard", "1/2"},
-			"runner: resume " + shard0 + ": the folder is shard 0 of 2, but --shard names shard 1 of 2 (index from flag): resume it with --shard 0/2"},
+			"runner: run: resume " + shard0 + ": the folder is shard 0 of 2, but --shard names shard 1 of 2 (index from flag): resume it with --shard 0/2"},
 		{"another count", []string{"--resume", shard0, "--shard", "0/3"}, "the folder is shard 0 of 2, but --shard names shard 0 of 3"},
 		{"no shard given", []string{"--resume", shard0}, "the folder is shard 0 of 2: resume it with --shard 0/2"},
 		{"a shard of the whole plan", []string{"--resume", whole, "--shard", "0/2"}, "the folder holds the whole plan, not a shard: resume it without --shard"},

@@ -146,7 +146,7 @@ func parseSimArgs(fs *flag.FlagSet, args []string, model *string) (helped bool, 
 	}
 	if positional != "" {
 		if fs.NArg() > 0 {
-			return false, usageError("sim: want one MODEL argument, got %q and %q", positional, fs.Arg(0))
+			return false, usageError("want one MODEL argument, got %q and %q", positional, fs.Arg(0))
 		}
 		*model = positional
 	}
@@ -155,7 +155,7 @@ func parseSimArgs(fs *flag.FlagSet, args []string, model *string) (helped bool, 
 	case 1:
 		*model = fs.Arg(0)
 	default:
-		return false, usageError("sim: want at most one MODEL argument, got %d", fs.NArg())
+		return false, usageError("want at most one MODEL argument, got %d", fs.NArg())
 	}
 	return false, nil
 }
@@ -166,14 +166,14 @@ func parseSimArgs(fs *flag.FlagSet, args []string, model *string) (helped bool, 
 func (f *simFlags) apply(cfg *sim.Config) error {
 	pattern, err := sim.ParsePattern(f.perEvent)
 	if err != nil {
-		return usageError("sim: --tokens-per-event: %v", err)
+		return usageError("--tokens-per-event: %v", err)
 	}
 	faults, err := sim.ParseFaults(f.faults)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	if f.port < 0 || f.port > 65535 {
-		return usageError("sim: --port %d is not a port number", f.port)
+		return usageError("--port %d is not a port number", f.port)
 	}
 	cfg.TokensPerEvent = pattern
 	cfg.Faults = faults
@@ -195,7 +195,7 @@ func serveSim(ctx context.Context, cfg sim.Config, f simFlags, stdout io.Writer)
 		}
 		var be *sim.BootError
 		if errors.As(err, &be) {
-			return &exitError{code: 1, err: fmt.Errorf("sim: %w", err)}
+			return &exitError{code: 1, err: err}
 		}
 		return err
 	}
@@ -205,7 +205,7 @@ func serveSim(ctx context.Context, cfg sim.Config, f simFlags, stdout io.Writer)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
-		return fmt.Errorf("sim: listen: %w", err)
+		return fmt.Errorf("listen: %w", err)
 	}
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "listening on %s\n", url)
@@ -217,7 +217,7 @@ func serveSim(ctx context.Context, cfg sim.Config, f simFlags, stdout io.Writer)
 	select {
 	case err := <-served:
 		srv.Close()
-		return fmt.Errorf("sim: serve %s: %w", url, err)
+		return fmt.Errorf("serve %s: %w", url, err)
 	case <-ctx.Done():
 	}
 	sim.LogShutdown(cfg)

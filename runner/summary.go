@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/onelayerdown/runner/runner/internal/summary"
@@ -38,15 +37,15 @@ func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(dirs) != 1 {
-		return usageError("summary: want exactly one result folder, got %d (usage: runner summary RESULT_DIR [--format text|markdown|csv|json])", len(dirs))
+		return usageError("want exactly one result folder, got %d (usage: runner summary RESULT_DIR [--format text|markdown|csv|json])", len(dirs))
 	}
 	enc, err := summary.NewEncoder(*format, stdout)
 	if err != nil {
-		return usageError("summary: %v", err)
+		return usageError("%v", err)
 	}
 	rep, err := summary.Read(dirs[0])
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("summary: %w", err)}
+		return &exitError{code: 2, err: err}
 	}
 	if t, ok := enc.(*summary.TextEncoder); ok {
 		t.Wide(*wide)

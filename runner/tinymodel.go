@@ -38,12 +38,12 @@ its token limit. The same seed and params always give the same file.
 	}
 	if len(rest) != 1 {
 		fs.Usage()
-		return usageError("tinymodel: want exactly one output path, got %d arguments", len(rest))
+		return usageError("want exactly one output path, got %d arguments", len(rest))
 	}
 	def.Seed = *seed
 	p, err := gguf.ParseParams(*params, def)
 	if err != nil {
-		return usageError("tinymodel: %v", err)
+		return usageError("%v", err)
 	}
 	if err := checkModelPath(rest[0]); err != nil {
 		return err
@@ -69,7 +69,7 @@ func checkModelPath(path string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("tinymodel: %w", err)
+		return err
 	}
 	var what string
 	switch m := st.Mode(); {
@@ -90,5 +90,5 @@ func checkModelPath(path string) error {
 	default:
 		what = "is not a regular file"
 	}
-	return usageError("tinymodel: %s %s: write the model to a regular file or a new path", path, what)
+	return usageError("%s %s: write the model to a regular file or a new path", path, what)
 }

@@ -26,11 +26,11 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if len(files) == 0 {
-		return usageError("validate: no experiment file given (usage: runner validate FILE...)")
+		return usageError("no experiment file given (usage: runner validate FILE...)")
 	}
 	var problems errorLines
 	for _, f := range files {
-		e, cfgs, err := loadExperiment("", f)
+		e, cfgs, err := loadExperiment(f)
 		if err != nil {
 			problems = append(problems, err)
 			continue
@@ -44,7 +44,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	if len(files) > 1 {
-		problems = append(problems, fmt.Errorf("validate: %d of %d files are invalid", len(problems), len(files)))
+		problems = append(problems, fmt.Errorf("%d of %d files are invalid", len(problems), len(files)))
 	}
 	return &exitError{code: 2, err: problems}
 }

@@ -41,7 +41,7 @@ func TestValidateUsage(t *testing.T) {
 		want string
 	}{
 		{"no file", []string{"validate"}, 2, "validate: no experiment file given"},
-		{"missing file", []string{"validate", "testdata/validate/missing.yaml"}, 2, "runner: read experiment: open testdata/validate/missing.yaml: no such file or directory"},
+		{"missing file", []string{"validate", "testdata/validate/missing.yaml"}, 2, "runner: validate: read experiment: open testdata/validate/missing.yaml: no such file or directory"},
 		{"help", []string{"validate", "--help"}, 0, "Usage: runner validate FILE..."},
 		{"help command", []string{"help", "validate"}, 0, "FILE:LINE:COLUMN: FIELD: MESSAGE"},
 		{"version help", []string{"version", "-h"}, 0, "Usage: runner version"},
