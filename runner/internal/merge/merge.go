@@ -97,7 +97,7 @@ func (s *shard) name() string {
 // and renamed into place, so a merge that fails leaves nothing at out.
 func Folders(out string, dirs []string, opt Options) (*Report, error) {
 	if len(dirs) == 0 {
-		return nil, errors.New("results: merge: no shard folders given")
+		return nil, errors.New("no shard folders given")
 	}
 	if err := checkMergeOut(out, dirs); err != nil {
 		return nil, err
@@ -131,29 +131,29 @@ func checkMergeOut(out string, dirs []string) error {
 	st, err := os.Stat(out)
 	switch {
 	case err == nil && !st.IsDir():
-		return fmt.Errorf("results: merge: %s %w: it is a file", out, ErrBadOut)
+		return fmt.Errorf("%s %w: it is a file", out, ErrBadOut)
 	case err == nil:
 		entries, err := os.ReadDir(out)
 		if err != nil {
-			return fmt.Errorf("results: merge: %w", err)
+			return err
 		}
 		if len(entries) > 0 {
-			return fmt.Errorf("results: merge: %s %w: it exists and is not empty, and a merge writes a new folder", out, ErrBadOut)
+			return fmt.Errorf("%s %w: it exists and is not empty, and a merge writes a new folder", out, ErrBadOut)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("results: merge: %w", err)
+		return err
 	}
 	absOut, err := filepath.Abs(out)
 	if err != nil {
-		return fmt.Errorf("results: merge: %w", err)
+		return err
 	}
 	for _, d := range dirs {
 		absDir, err := filepath.Abs(d)
 		if err != nil {
-			return fmt.Errorf("results: merge: %w", err)
+			return err
 		}
 		if rel, err := filepath.Rel(absDir, absOut); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("results: merge: %s %w: it is inside the shard folder %s, which a merge never changes", out, ErrBadOut, d)
+			return fmt.Errorf("%s %w: it is inside the shard folder %s, which a merge never changes", out, ErrBadOut, d)
 		}
 	}
 	return nil

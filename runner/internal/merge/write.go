@@ -72,11 +72,11 @@ func readRows(merged []*shard, configs []experiment.Config) (results.FolderRows,
 	for _, s := range merged {
 		rs, err := s.r.Requests()
 		if err != nil {
-			return rows, fmt.Errorf("results: merge: %s: %w", s.dir, err)
+			return rows, fmt.Errorf("%s: %w", s.dir, err)
 		}
 		for _, r := range rs {
 			if _, ok := pos[r.ConfigID]; !ok {
-				return rows, fmt.Errorf("results: merge: %s: request %s is of config %s, which its manifest lacks",
+				return rows, fmt.Errorf("%s: request %s is of config %s, which its manifest lacks",
 					s.dir, results.RequestID(r.ConfigID, r.Seq), r.ConfigID)
 			}
 		}
@@ -85,7 +85,7 @@ func readRows(merged []*shard, configs []experiment.Config) (results.FolderRows,
 			rows.WithTelemetry = true
 			tel, err := s.r.Telemetry()
 			if err != nil {
-				return rows, fmt.Errorf("results: merge: %s: %w", s.dir, err)
+				return rows, fmt.Errorf("%s: %w", s.dir, err)
 			}
 			rows.Telemetry = append(rows.Telemetry, tel...)
 		}
@@ -93,7 +93,7 @@ func readRows(merged []*shard, configs []experiment.Config) (results.FolderRows,
 			rows.WithLoadServer = true
 			ls, err := s.r.LoadServer()
 			if err != nil {
-				return rows, fmt.Errorf("results: merge: %s: %w", s.dir, err)
+				return rows, fmt.Errorf("%s: %w", s.dir, err)
 			}
 			rows.LoadServer = append(rows.LoadServer, ls...)
 		}
@@ -121,11 +121,11 @@ func has(dir, name string) bool {
 func writeNew(out string, fill func(tmp string) error) error {
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("results: merge: %w", err)
+		return err
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".merge-")
 	if err != nil {
-		return fmt.Errorf("results: merge: %w", err)
+		return err
 	}
 	done := false
 	defer func() {
@@ -134,14 +134,14 @@ func writeNew(out string, fill func(tmp string) error) error {
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("results: merge: %w", err)
+		return err
 	}
 	if err := fill(tmp); err != nil {
-		return fmt.Errorf("results: merge: %w", err)
+		return err
 	}
 	syncDir(tmp)
 	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("results: merge: %w", err)
+		return err
 	}
 	done = true
 	syncDir(parent)

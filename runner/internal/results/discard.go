@@ -37,14 +37,14 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 	defer f.mu.Unlock()
 	switch {
 	case f.closed:
-		return Done{}, errors.New("results: discard: folder is closed")
+		return Done{}, errors.New("discard: folder is closed")
 	case f.err != nil:
-		return Done{}, fmt.Errorf("results: discard: an earlier write failed: %w", f.err)
+		return Done{}, fmt.Errorf("discard: an earlier write failed: %w", f.err)
 	}
 	drop := map[string]bool{}
 	for _, id := range configIDs {
 		if !f.configs[id] {
-			return Done{}, fmt.Errorf("results: discard: unknown config id %q", id)
+			return Done{}, fmt.Errorf("discard: unknown config id %q", id)
 		}
 		drop[id] = true
 	}
@@ -62,7 +62,7 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 	}
 	moved := map[string]int{}
 	if err := os.MkdirAll(filepath.Join(f.dir, DiscardedDir), 0o755); err != nil {
-		return Done{}, fmt.Errorf("results: discard: %w", err)
+		return Done{}, fmt.Errorf("discard: %w", err)
 	}
 	err := moveRows(f.dir, RequestsFile, RequestsCSV.header(), RequestsCSV.NewScanner, func(r record.Request) bool {
 		if drop[r.ConfigID] {
@@ -90,7 +90,7 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 	}
 	if err != nil {
 		f.err = fmt.Errorf("discard: %w", err)
-		return Done{}, fmt.Errorf("results: %w", f.err)
+		return Done{}, f.err
 	}
 
 	kept := f.rows[:0]
@@ -118,7 +118,7 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 		}
 	}
 	if err := writeManifest(f.dir, &f.man); err != nil {
-		return Done{}, fmt.Errorf("results: discard: %w", err)
+		return Done{}, fmt.Errorf("discard: %w", err)
 	}
 	return f.done.clone(), nil
 }

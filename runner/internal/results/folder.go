@@ -72,18 +72,18 @@ const dirTimeLayout = "20060102T150405Z"
 // runner and the machine.
 func Create(root string, exp *experiment.Experiment, configs []experiment.Config, run RunInfo) (*Folder, error) {
 	if exp == nil {
-		return nil, errors.New("results: create folder: no experiment")
+		return nil, errors.New("create folder: no experiment")
 	}
 	if !validName.MatchString(exp.Name) || exp.Name == "." || exp.Name == ".." {
-		return nil, fmt.Errorf("results: create folder: experiment name %q is not a safe folder name ([a-z0-9._-]+)", exp.Name)
+		return nil, fmt.Errorf("create folder: experiment name %q is not a safe folder name ([a-z0-9._-]+)", exp.Name)
 	}
 	ids := map[string]bool{}
 	for _, c := range configs {
 		if c.ID == "" {
-			return nil, fmt.Errorf("results: create folder: config %d has no id", c.Index)
+			return nil, fmt.Errorf("create folder: config %d has no id", c.Index)
 		}
 		if ids[c.ID] {
-			return nil, fmt.Errorf("results: create folder: config id %q appears twice", c.ID)
+			return nil, fmt.Errorf("create folder: config id %q appears twice", c.ID)
 		}
 		ids[c.ID] = true
 	}
@@ -94,7 +94,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 	start = start.UTC()
 	parent := filepath.Join(root, exp.Name)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("results: create folder: %w", err)
+		return nil, fmt.Errorf("create folder: %w", err)
 	}
 	var dir, suffix string
 	var shard *Shard
@@ -108,7 +108,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 	for attempt := 0; ; attempt++ {
 		var b [3]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("results: create folder: %w", err)
+			return nil, fmt.Errorf("create folder: %w", err)
 		}
 		dir = filepath.Join(parent, start.Format(dirTimeLayout)+"-"+hex.EncodeToString(b[:])+suffix)
 		err := os.Mkdir(dir, 0o755)
@@ -116,7 +116,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 			break
 		}
 		if !os.IsExist(err) || attempt >= 20 {
-			return nil, fmt.Errorf("results: create folder: %w", err)
+			return nil, fmt.Errorf("create folder: %w", err)
 		}
 	}
 
@@ -156,7 +156,7 @@ func Create(root string, exp *experiment.Experiment, configs []experiment.Config
 		// manifest without configs.csv or requests.csv) could be neither read nor resumed.
 		f.abandon()
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("results: create %s: %w", dir, err)
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	return f, nil
 }
@@ -244,20 +244,20 @@ func (f *Folder) Append(rec record.Request) error {
 	id := RequestID(rec.ConfigID, rec.Seq)
 	switch {
 	case f.closed:
-		return fmt.Errorf("results: append %s: folder is closed", id)
+		return fmt.Errorf("append %s: folder is closed", id)
 	case f.err != nil:
-		return fmt.Errorf("results: append %s: an earlier write failed: %w", id, f.err)
+		return fmt.Errorf("append %s: an earlier write failed: %w", id, f.err)
 	case !f.configs[rec.ConfigID]:
-		return fmt.Errorf("results: append %s: unknown config id %q", id, rec.ConfigID)
+		return fmt.Errorf("append %s: unknown config id %q", id, rec.ConfigID)
 	case f.done.Has(rec.ConfigID, rec.Seq):
-		return fmt.Errorf("results: append %s: the folder already has this request", id)
+		return fmt.Errorf("append %s: the folder already has this request", id)
 	case rec.Seq < 0:
-		return fmt.Errorf("results: append %s: negative seq", id)
+		return fmt.Errorf("append %s: negative seq", id)
 	}
 
 	lines, err := requestLines(&rec, f.red.String(rec.Error))
 	if err != nil {
-		return fmt.Errorf("results: append %s: %w", id, err)
+		return fmt.Errorf("append %s: %w", id, err)
 	}
 	for _, l := range []struct {
 		file *os.File
@@ -317,7 +317,7 @@ func requestLines(rec *record.Request, errText string) (fileLines, error) {
 func (f *Folder) write(file *os.File, name string, b []byte) error {
 	if _, err := file.Write(b); err != nil {
 		f.err = fmt.Errorf("write %s: %w", name, err)
-		return fmt.Errorf("results: %w", f.err)
+		return f.err
 	}
 	return nil
 }
@@ -344,7 +344,7 @@ func (f *Folder) ServerLog(serverID string) (io.WriteCloser, string, error) {
 	rel := filepath.ToSlash(filepath.Join(LogsDir, name+".log"))
 	file, err := os.OpenFile(filepath.Join(f.dir, rel), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, "", fmt.Errorf("results: open server log: %w", err)
+		return nil, "", fmt.Errorf("open server log: %w", err)
 	}
 	f.logs[serverID] = rel
 	return file, file.Name(), nil
@@ -373,7 +373,7 @@ func (f *Folder) SetServer(info ServerInfo) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return fmt.Errorf("results: set server %s: folder is closed", info.ServerID)
+		return fmt.Errorf("set server %s: folder is closed", info.ServerID)
 	}
 	info.Resume = f.resume
 	info.Argv = f.red.Strings(redact.Args(info.Argv))
@@ -398,10 +398,10 @@ func (f *Folder) SetServer(info ServerInfo) error {
 		f.man.Servers = append(f.man.Servers, info)
 	}
 	if err := writeAtomic(f.dir, ServersFile, serversCSV(f.man.Servers)); err != nil {
-		return fmt.Errorf("results: set server %s: %w", info.ServerID, err)
+		return fmt.Errorf("set server %s: %w", info.ServerID, err)
 	}
 	if err := writeManifest(f.dir, &f.man); err != nil {
-		return fmt.Errorf("results: set server %s: %w", info.ServerID, err)
+		return fmt.Errorf("set server %s: %w", info.ServerID, err)
 	}
 	return nil
 }
@@ -422,12 +422,12 @@ func (f *Folder) Close(status Status) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return errors.New("results: close: folder is already closed")
+		return errors.New("close: folder is already closed")
 	}
 	switch status {
 	case StatusComplete, StatusInterrupted, StatusFailed:
 	default:
-		return fmt.Errorf("results: close: status %q is not complete, interrupted or failed", status)
+		return fmt.Errorf("close: status %q is not complete, interrupted or failed", status)
 	}
 	f.closed = true
 	var errs []error
@@ -467,7 +467,7 @@ func (f *Folder) Close(status Status) error {
 		f.lock = nil
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("results: close %s: %w", f.dir, err)
+		return fmt.Errorf("close %s: %w", f.dir, err)
 	}
 	return nil
 }
@@ -498,7 +498,7 @@ func (f *Folder) MarkInterrupted(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for !f.mu.TryLock() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("results: mark %s interrupted: the folder is busy", f.dir)
+			return fmt.Errorf("mark %s interrupted: the folder is busy", f.dir)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -103,21 +103,21 @@ func (f *Folder) AppendLoadServer(row LoadServerRow) error {
 	defer f.mu.Unlock()
 	switch {
 	case f.closed:
-		return fmt.Errorf("results: append %s of %s: folder is closed", LoadServerFile, row.ConfigID)
+		return fmt.Errorf("append %s of %s: folder is closed", LoadServerFile, row.ConfigID)
 	case f.err != nil:
-		return fmt.Errorf("results: append %s of %s: an earlier write failed: %w", LoadServerFile, row.ConfigID, f.err)
+		return fmt.Errorf("append %s of %s: an earlier write failed: %w", LoadServerFile, row.ConfigID, f.err)
 	case !f.configs[row.ConfigID]:
-		return fmt.Errorf("results: append %s: unknown config id %q", LoadServerFile, row.ConfigID)
+		return fmt.Errorf("append %s: unknown config id %q", LoadServerFile, row.ConfigID)
 	}
 	for _, r := range f.loadServerRows {
 		if r.ConfigID == row.ConfigID {
-			return fmt.Errorf("results: append %s: the folder already has the load point of config %s", LoadServerFile, row.ConfigID)
+			return fmt.Errorf("append %s: the folder already has the load point of config %s", LoadServerFile, row.ConfigID)
 		}
 	}
 	if f.loadServer == nil {
 		file, err := openWithHeader(filepath.Join(f.dir, LoadServerFile), LoadServerCSV.header())
 		if err != nil {
-			return fmt.Errorf("results: append %s: %w", LoadServerFile, err)
+			return fmt.Errorf("append %s: %w", LoadServerFile, err)
 		}
 		f.loadServer = file
 	}

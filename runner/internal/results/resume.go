@@ -21,20 +21,20 @@ import (
 func Resume(dir string) (*Folder, Done, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
-		return nil, Done{}, fmt.Errorf("results: resume: %w", err)
+		return nil, Done{}, fmt.Errorf("resume: %w", err)
 	}
 	if m.Merged != nil {
-		return nil, Done{}, fmt.Errorf("results: resume %s: a merged folder: resume the shard that did not complete, then merge the shards again", dir)
+		return nil, Done{}, fmt.Errorf("resume %s: a merged folder: resume the shard that did not complete, then merge the shards again", dir)
 	}
 	if m.Status == StatusComplete {
-		return nil, Done{}, fmt.Errorf("results: resume %s: the folder is complete; there is nothing to resume", dir)
+		return nil, Done{}, fmt.Errorf("resume %s: the folder is complete; there is nothing to resume", dir)
 	}
 	lock, err := acquireLock(dir)
 	if err != nil {
 		if errors.Is(err, errLocked) {
 			err = fmt.Errorf("%w (pid %d on %s)", err, m.Process.PID, m.Process.Host)
 		}
-		return nil, Done{}, fmt.Errorf("results: resume %s: %w", dir, err)
+		return nil, Done{}, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	f := &Folder{dir: dir, man: *m, lock: lock, done: newDone(), logs: map[string]string{}, configs: map[string]bool{}}
 	for _, c := range m.Configs {
@@ -42,7 +42,7 @@ func Resume(dir string) (*Folder, Done, error) {
 	}
 	if err := f.repair(); err != nil {
 		f.abandon()
-		return nil, Done{}, fmt.Errorf("results: resume %s: %w", dir, err)
+		return nil, Done{}, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	now := time.Now().UTC()
 	host, _ := os.Hostname()
@@ -53,15 +53,15 @@ func Resume(dir string) (*Folder, Done, error) {
 	f.resume = len(f.man.Resumes)
 	if err := writeAtomic(dir, ServersFile, serversCSV(f.man.Servers)); err != nil {
 		f.abandon()
-		return nil, Done{}, fmt.Errorf("results: resume %s: %w", dir, err)
+		return nil, Done{}, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	if err := writeManifest(dir, &f.man); err != nil {
 		f.abandon()
-		return nil, Done{}, fmt.Errorf("results: resume %s: %w", dir, err)
+		return nil, Done{}, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {
 		f.abandon()
-		return nil, Done{}, fmt.Errorf("results: resume %s: %w", dir, err)
+		return nil, Done{}, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	for _, o := range []struct {
 		file **os.File
@@ -70,7 +70,7 @@ func Resume(dir string) (*Folder, Done, error) {
 		*o.file, err = os.OpenFile(filepath.Join(dir, o.name), os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			f.abandon()
-			return nil, Done{}, fmt.Errorf("results: resume %s: %w", dir, err)
+			return nil, Done{}, fmt.Errorf("resume %s: %w", dir, err)
 		}
 	}
 	return f, f.done.clone(), nil

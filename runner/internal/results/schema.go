@@ -138,7 +138,7 @@ func EncodeSchema(w io.Writer, name string, files []FileSchema) error {
 		for _, c := range f.Columns {
 			t, ok := frictionlessType[c.Kind]
 			if !ok {
-				return fmt.Errorf("results: encode schema: %s: column %s has unknown kind %q", f.File, c.Name, c.Kind)
+				return fmt.Errorf("encode schema: %s: column %s has unknown kind %q", f.File, c.Name, c.Kind)
 			}
 			field := tableField{Name: c.Name, Type: t}
 			if c.Kind == KindTime {
@@ -153,10 +153,10 @@ func EncodeSchema(w io.Writer, name string, files []FileSchema) error {
 	}
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
-		return fmt.Errorf("results: encode schema: %w", err)
+		return fmt.Errorf("encode schema: %w", err)
 	}
 	if _, err := w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("results: write %s: %w", SchemaFile, err)
+		return fmt.Errorf("write %s: %w", SchemaFile, err)
 	}
 	return nil
 }

@@ -39,15 +39,15 @@ func (f *Folder) AppendTelemetry(samples []record.GPUSample) error {
 	defer f.mu.Unlock()
 	switch {
 	case f.closed:
-		return errors.New("results: append telemetry: folder is closed")
+		return errors.New("append telemetry: folder is closed")
 	case f.err != nil:
-		return fmt.Errorf("results: append telemetry: an earlier write failed: %w", f.err)
+		return fmt.Errorf("append telemetry: an earlier write failed: %w", f.err)
 	}
 	if f.telemetry == nil {
 		path := filepath.Join(f.dir, TelemetryFile)
 		file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return fmt.Errorf("results: append telemetry: %w", err)
+			return fmt.Errorf("append telemetry: %w", err)
 		}
 		st, err := file.Stat()
 		if err == nil && st.Size() == 0 {
@@ -55,7 +55,7 @@ func (f *Folder) AppendTelemetry(samples []record.GPUSample) error {
 		}
 		if err != nil {
 			file.Close()
-			return fmt.Errorf("results: append telemetry: %w", err)
+			return fmt.Errorf("append telemetry: %w", err)
 		}
 		f.telemetry = file
 	}
