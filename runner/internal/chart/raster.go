@@ -54,7 +54,7 @@ func (r *Raster) WritePNG(w io.Writer) error {
 		return r.err
 	}
 	if err := png.Encode(w, r.img); err != nil {
-		return fmt.Errorf("chart: png: %w", err)
+		return fmt.Errorf("png: %w", err)
 	}
 	return nil
 }
@@ -305,7 +305,7 @@ func (r *Raster) face(size float64) font.Face {
 	}
 	if err != nil {
 		if r.err == nil {
-			r.err = fmt.Errorf("chart: go regular font at %g pt: %w", size, err)
+			r.err = fmt.Errorf("go regular font at %g pt: %w", size, err)
 		}
 		face = nil
 	}

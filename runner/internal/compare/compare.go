@@ -189,7 +189,7 @@ const (
 // Compare compares the new side against the old one.
 func Compare(old, new *Side, opt Options) (*Report, error) {
 	if old == nil || new == nil || old.Manifest == nil || new.Manifest == nil {
-		return nil, errors.New("compare: a side has no manifest")
+		return nil, errors.New("a side has no manifest")
 	}
 	if err := opt.check(); err != nil {
 		return nil, err
@@ -222,25 +222,25 @@ func (opt *Options) check() error {
 		opt.Alpha = DefaultAlpha
 	}
 	if !(opt.Alpha > 0 && opt.Alpha < 1) {
-		return fmt.Errorf("compare: alpha %v is not between 0 and 1", opt.Alpha)
+		return fmt.Errorf("alpha %v is not between 0 and 1", opt.Alpha)
 	}
 	if opt.JoinBy == "" {
 		opt.JoinBy = ByID
 	}
 	if opt.JoinBy != ByID && opt.JoinBy != ByLabel {
-		return fmt.Errorf("compare: cannot join configs by %q (want id or label)", opt.JoinBy)
+		return fmt.Errorf("cannot join configs by %q (want id or label)", opt.JoinBy)
 	}
 	seen := map[string]bool{}
 	for _, t := range opt.Thresholds {
 		if m, err := ParseMetric(t.Metric); err != nil || m != t.Metric {
 			// ParseMetric accepts FailedMetric too.
-			return fmt.Errorf("compare: threshold %s: %s is not a metric name", t, t.Metric)
+			return fmt.Errorf("threshold %s: %s is not a metric name", t, t.Metric)
 		}
 		if seen[t.Metric] {
-			return fmt.Errorf("compare: two thresholds for %s", t.Metric)
+			return fmt.Errorf("two thresholds for %s", t.Metric)
 		}
 		if !(t.Percent >= 0) || math.IsInf(t.Percent, 0) {
-			return fmt.Errorf("compare: threshold %s: the percentage must be a finite number ≥ 0", t)
+			return fmt.Errorf("threshold %s: the percentage must be a finite number ≥ 0", t)
 		}
 		seen[t.Metric] = true
 	}

@@ -60,7 +60,7 @@ func Parquet(dir, out string) (*Report, error) {
 	}
 	tolerant := r.Status() == results.StatusRunning || r.Status() == results.StatusInterrupted
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+		return nil, err
 	}
 	rep := &Report{}
 	for _, f := range r.Schema() {
@@ -91,7 +91,7 @@ func Parquet(dir, out string) (*Report, error) {
 func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int, note string, err error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return 0, "", fmt.Errorf("export: %w", err)
+		return 0, "", err
 	}
 	defer in.Close()
 	body, note, err := completeLines(in, f.File, tolerant)
@@ -100,7 +100,7 @@ func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
 	if err != nil {
-		return 0, "", fmt.Errorf("export: %w", err)
+		return 0, "", err
 	}
 	defer func() {
 		if err != nil {
@@ -112,13 +112,13 @@ func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int
 		return 0, "", err
 	}
 	if err = tmp.Close(); err != nil {
-		return 0, "", fmt.Errorf("export: write %s: %w", dst, err)
+		return 0, "", fmt.Errorf("write %s: %w", dst, err)
 	}
 	if err = os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it private
-		return 0, "", fmt.Errorf("export: %w", err)
+		return 0, "", err
 	}
 	if err = os.Rename(tmp.Name(), dst); err != nil {
-		return 0, "", fmt.Errorf("export: %w", err)
+		return 0, "", err
 	}
 	return rows, note, nil
 }
@@ -129,7 +129,7 @@ func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int
 func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string, error) {
 	st, err := file.Stat()
 	if err != nil {
-		return nil, "", fmt.Errorf("export: %w", err)
+		return nil, "", err
 	}
 	size := st.Size()
 	if size == 0 {
@@ -137,13 +137,13 @@ func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string
 	}
 	var last [1]byte
 	if _, err := file.ReadAt(last[:], size-1); err != nil {
-		return nil, "", fmt.Errorf("export: %s: %w", name, err)
+		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
 	if last[0] == '\n' {
 		return file, "", nil
 	}
 	if !tolerant {
-		return nil, "", fmt.Errorf("export: %s: torn last line (no line break at end of file) in a folder whose run finished", name)
+		return nil, "", fmt.Errorf("%s: torn last line (no line break at end of file) in a folder whose run finished", name)
 	}
 	// Find the last line break; everything after it is the torn line.
 	const chunk = 64 << 10
@@ -152,7 +152,7 @@ func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string
 		start := max(end-chunk, 0)
 		buf := make([]byte, end-start)
 		if _, err := file.ReadAt(buf, start); err != nil {
-			return nil, "", fmt.Errorf("export: %s: %w", name, err)
+			return nil, "", fmt.Errorf("%s: %w", name, err)
 		}
 		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
 			return io.NewSectionReader(file, 0, start+int64(i)+1),
@@ -160,7 +160,7 @@ func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string
 		}
 		end = start
 	}
-	return nil, "", fmt.Errorf("export: %s: torn header line", name)
+	return nil, "", fmt.Errorf("%s: torn header line", name)
 }
 
 // WriteParquet reads the CSV file described by f from r and writes it to w as Parquet, with
@@ -172,10 +172,10 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return 0, fmt.Errorf("export: %s:1: empty file: no header row", f.File)
+		return 0, fmt.Errorf("%s:1: empty file: no header row", f.File)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("export: %s: %w", f.File, err)
+		return 0, fmt.Errorf("%s: %w", f.File, err)
 	}
 	var names []string
 	for _, c := range f.Columns {
@@ -185,7 +185,7 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	// the columns it lacks are null in every row, which only an optional column allows.
 	have := len(header)
 	if have > len(names) || !reflect.DeepEqual(header, names[:have]) || !allOptional(f.Columns[have:]) {
-		return 0, fmt.Errorf("export: %s:1: header %s is not the format's %s", f.File,
+		return 0, fmt.Errorf("%s:1: header %s is not the format's %s", f.File,
 			strings.Join(header, ","), strings.Join(names, ","))
 	}
 	pw, err := parquet.NewWriter(w, ParquetSchema(f), parquet.Options{
@@ -197,7 +197,7 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		Codec:     parquet.Gzip,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
+		return 0, fmt.Errorf("write %s as parquet: %w", f.File, err)
 	}
 	version := strconv.Itoa(results.FormatVersion)
 	row := make([]parquet.Value, len(f.Columns))
@@ -208,7 +208,7 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 			break
 		}
 		if err != nil {
-			return 0, fmt.Errorf("export: %s: %w", f.File, err)
+			return 0, fmt.Errorf("%s: %w", f.File, err)
 		}
 		line, _ := cr.FieldPos(0)
 		if v := rec[0]; v != version {
@@ -224,17 +224,17 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 			}
 			v, err := cellValue(c, cell)
 			if err != nil {
-				return 0, fmt.Errorf("export: %s:%d: %s: %w", f.File, line, c.Name, err)
+				return 0, fmt.Errorf("%s:%d: %s: %w", f.File, line, c.Name, err)
 			}
 			row[i] = v
 		}
 		if err := pw.Write(row); err != nil {
-			return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
+			return 0, fmt.Errorf("write %s as parquet: %w", f.File, err)
 		}
 		n++
 	}
 	if err := pw.Close(); err != nil {
-		return 0, fmt.Errorf("export: write %s as parquet: %w", f.File, err)
+		return 0, fmt.Errorf("write %s as parquet: %w", f.File, err)
 	}
 	return n, nil
 }

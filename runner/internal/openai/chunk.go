@@ -95,7 +95,7 @@ func (e *StreamError) Error() string {
 }
 
 // ErrDecode is wrapped by every error DecodeChunk returns.
-var ErrDecode = errors.New("openai: cannot decode chunk")
+var ErrDecode = errors.New("cannot decode chunk")
 
 var doneMarker = []byte("[DONE]")
 

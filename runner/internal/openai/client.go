@@ -114,11 +114,11 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 func (c *Client) NewStreamRequest(ctx context.Context, api API, body []byte) (*http.Request, error) {
 	path := api.Path()
 	if path == "" {
-		return nil, fmt.Errorf("openai: stream request: unknown api %q (want completions or chat)", api)
+		return nil, fmt.Errorf("stream request: unknown api %q (want completions or chat)", api)
 	}
 	req, err := c.newRequest(ctx, http.MethodPost, path, body)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %s %s: %w", http.MethodPost, path, err)
+		return nil, fmt.Errorf("%s %s: %w", http.MethodPost, path, err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	// Ask for the stream uncompressed, whatever client sends it: a compressed stream is
@@ -237,7 +237,7 @@ func (c *Client) getJSON(ctx context.Context, method, path string, in, out any) 
 		return err
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("openai: %s %s: decoding the response: %w: %s", method, path, err, excerpt(body))
+		return fmt.Errorf("%s %s: decoding the response: %w: %s", method, path, err, excerpt(body))
 	}
 	return nil
 }
@@ -284,7 +284,7 @@ func (c *Client) Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeRes
 	if out.Count != nil {
 		r.Count = *out.Count
 	} else if out.Tokens == nil {
-		return TokenizeResult{}, fmt.Errorf("openai: POST /tokenize: the response has neither count nor tokens")
+		return TokenizeResult{}, fmt.Errorf("POST /tokenize: the response has neither count nor tokens")
 	}
 	return r, nil
 }
@@ -331,7 +331,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	}
 	models, err := ParseModels(body)
 	if err != nil {
-		return nil, fmt.Errorf("openai: GET /v1/models: decoding the response: %w: %s", err, excerpt(body))
+		return nil, fmt.Errorf("GET /v1/models: decoding the response: %w: %s", err, excerpt(body))
 	}
 	return models, nil
 }
@@ -365,7 +365,7 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	}
 	v := ParseVersion(body)
 	if v == "" {
-		return "", fmt.Errorf("openai: GET /version: the response has no version")
+		return "", fmt.Errorf("GET /version: the response has no version")
 	}
 	return v, nil
 }
@@ -408,7 +408,7 @@ func (c *Client) Metrics(ctx context.Context) (*Metrics, error) {
 	}
 	m, err := ParseMetrics(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("openai: GET /metrics: %w", err)
+		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
 	return m, nil
 }
@@ -446,10 +446,10 @@ func (c *Client) PromptTokens(ctx context.Context, api API, model, text string) 
 		return 0, err
 	}
 	if out.Usage == nil || out.Usage.PromptTokens == nil {
-		return 0, fmt.Errorf("openai: POST %s: the response has no usage.prompt_tokens", api.Path())
+		return 0, fmt.Errorf("POST %s: the response has no usage.prompt_tokens", api.Path())
 	}
 	if *out.Usage.PromptTokens <= 0 && text != "" {
-		return 0, fmt.Errorf("openai: POST %s: usage.prompt_tokens is %d for a prompt of %d bytes", api.Path(), *out.Usage.PromptTokens, len(text))
+		return 0, fmt.Errorf("POST %s: usage.prompt_tokens is %d for a prompt of %d bytes", api.Path(), *out.Usage.PromptTokens, len(text))
 	}
 	return *out.Usage.PromptTokens, nil
 }

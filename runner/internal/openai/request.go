@@ -73,7 +73,7 @@ func Body(p Params) ([]byte, error) {
 	case Chat:
 		body["messages"] = []map[string]any{{"role": "user", "content": p.Prompt}}
 	default:
-		return nil, fmt.Errorf("openai: request body: unknown api %q (want completions or chat)", p.API)
+		return nil, fmt.Errorf("request body: unknown api %q (want completions or chat)", p.API)
 	}
 	if p.Model != "" {
 		body["model"] = p.Model
@@ -111,7 +111,7 @@ func Body(p Params) ([]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(body); err != nil {
-		return nil, fmt.Errorf("openai: request body: %w", err)
+		return nil, fmt.Errorf("request body: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

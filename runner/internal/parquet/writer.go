@@ -190,10 +190,10 @@ type chunkMeta struct {
 // NewWriter returns a Writer of s to w. Column names must be unique and not empty.
 func NewWriter(w io.Writer, s Schema, opts Options) (*Writer, error) {
 	if opts.RowsPerGroup < 0 {
-		return nil, fmt.Errorf("parquet: %d rows per group", opts.RowsPerGroup)
+		return nil, fmt.Errorf("%d rows per group", opts.RowsPerGroup)
 	}
 	if opts.Codec > Gzip {
-		return nil, fmt.Errorf("parquet: unknown codec %d", opts.Codec)
+		return nil, fmt.Errorf("unknown codec %d", opts.Codec)
 	}
 	if opts.RowsPerGroup == 0 {
 		opts.RowsPerGroup = DefaultRowsPerGroup
@@ -202,10 +202,10 @@ func NewWriter(w io.Writer, s Schema, opts Options) (*Writer, error) {
 	pw := &Writer{w: w, schema: s, opts: opts}
 	for i, c := range s.Columns {
 		if c.Name == "" || seen[c.Name] {
-			return nil, fmt.Errorf("parquet: column %d: empty or repeated name %q", i, c.Name)
+			return nil, fmt.Errorf("column %d: empty or repeated name %q", i, c.Name)
 		}
 		if c.Type < Int64 || c.Type > Timestamp {
-			return nil, fmt.Errorf("parquet: column %s: unknown type %d", c.Name, c.Type)
+			return nil, fmt.Errorf("column %s: unknown type %d", c.Name, c.Type)
 		}
 		seen[c.Name] = true
 		pw.cols = append(pw.cols, &column{Column: c})
@@ -220,19 +220,19 @@ func (w *Writer) Write(row []Value) error {
 		return w.err
 	}
 	if w.closed {
-		return errors.New("parquet: write after close")
+		return errors.New("write after close")
 	}
 	if len(row) != len(w.cols) {
-		return fmt.Errorf("parquet: a row of %d values for %d columns", len(row), len(w.cols))
+		return fmt.Errorf("a row of %d values for %d columns", len(row), len(w.cols))
 	}
 	// Check the whole row first, so that a refused row leaves no column half written.
 	for i, c := range w.cols {
 		v := row[i]
 		if v.typ == 0 && !c.Optional {
-			return fmt.Errorf("parquet: column %s: null in a required column", c.Name)
+			return fmt.Errorf("column %s: null in a required column", c.Name)
 		}
 		if v.typ != 0 && v.typ != c.Type {
-			return fmt.Errorf("parquet: column %s: a value of type %v in a column of type %v", c.Name, v.typ, c.Type)
+			return fmt.Errorf("column %s: a value of type %v in a column of type %v", c.Name, v.typ, c.Type)
 		}
 	}
 	for i, c := range w.cols {
@@ -369,7 +369,7 @@ func (w *Writer) flushPage(c *column) error {
 	}
 	size := len(levels) + len(c.values)
 	if size > math.MaxInt32 {
-		return fmt.Errorf("parquet: column %s: a page of %d bytes, more than a page can hold", c.Name, size)
+		return fmt.Errorf("column %s: a page of %d bytes, more than a page can hold", c.Name, size)
 	}
 	body := [][]byte{levels, c.values}
 	stored := size
@@ -386,7 +386,7 @@ func (w *Writer) flushPage(c *column) error {
 		w.gz.Close()
 		body, stored = [][]byte{w.zbuf.Bytes()}, w.zbuf.Len()
 		if stored > math.MaxInt32 {
-			return fmt.Errorf("parquet: column %s: a compressed page of %d bytes, more than a page can hold", c.Name, stored)
+			return fmt.Errorf("column %s: a compressed page of %d bytes, more than a page can hold", c.Name, stored)
 		}
 	}
 	var h compact
@@ -446,7 +446,7 @@ func (w *Writer) write(b []byte) error {
 	n, err := w.w.Write(b)
 	w.pos += int64(n)
 	if err != nil {
-		w.err = fmt.Errorf("parquet: write: %w", err)
+		w.err = fmt.Errorf("write: %w", err)
 		return w.err
 	}
 	return nil

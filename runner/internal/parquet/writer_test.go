@@ -481,7 +481,7 @@ func TestWriteError(t *testing.T) {
 		if err == nil {
 			err = w.Close()
 		}
-		if err == nil || !strings.Contains(err.Error(), "parquet: write: disk full") {
+		if err == nil || !strings.Contains(err.Error(), "write: disk full") {
 			t.Errorf("after %d bytes: %v", n, err)
 		}
 		if err := w.Close(); err == nil {

@@ -83,10 +83,10 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 	case 2:
 		runs = []*run{newRun("old", folders[0]), newRun("new", folders[1])}
 	default:
-		return nil, fmt.Errorf("report: want one or two result folders, got %d", len(folders))
+		return nil, fmt.Errorf("want one or two result folders, got %d", len(folders))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, err
 	}
 	w := &writer{out: out, runs: runs, res: &Result{Dir: out}}
 	pg := newPage(runs)
@@ -122,7 +122,7 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 
 	var buf bytes.Buffer
 	if err := decompose.WriteCSV(&buf, decompositionSets(runs)...); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, err
 	}
 	if err := w.write(decompose.CSVFile, buf.Bytes()); err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func Write(out string, folders ...*Folder) (*Result, error) {
 
 	buf.Reset()
 	if err := pageTemplate.Execute(&buf, pg); err != nil {
-		return nil, fmt.Errorf("report: %s: %w", IndexFile, err)
+		return nil, fmt.Errorf("%s: %w", IndexFile, err)
 	}
 	if err := w.write(IndexFile, buf.Bytes()); err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ type writer struct {
 // write writes the file name of the report.
 func (w *writer) write(name string, b []byte) error {
 	if err := os.WriteFile(filepath.Join(w.out, name), b, 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
+		return err
 	}
 	w.res.Files = append(w.res.Files, name)
 	return nil
@@ -160,7 +160,7 @@ func (w *writer) write(name string, b []byte) error {
 func (w *writer) removeCharts(name string) error {
 	for _, ext := range []string{".png", ".svg"} {
 		if err := os.Remove(filepath.Join(w.out, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("report: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -205,7 +205,7 @@ func (w *writer) drawChart(c *figure) ([]byte, error) {
 	for _, format := range []string{"png", "svg"} {
 		b, err := render(c, format)
 		if err != nil {
-			return nil, fmt.Errorf("report: %w", err)
+			return nil, err
 		}
 		if err := w.write(c.Name+"."+format, b); err != nil {
 			return nil, err

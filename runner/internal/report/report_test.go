@@ -394,7 +394,7 @@ func TestWriteAndLoadErrors(t *testing.T) {
 			os.WriteFile(file, nil, 0o644)
 			_, err := Write(file, load(t, filepath.Join("testdata", "new"))...)
 			return err
-		}, "report: mkdir"},
+		}, "mkdir "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ const (
 )
 
 // ErrTooLarge is returned (wrapped) by Err when a line or an event's data exceeds the limit.
-var ErrTooLarge = errors.New("sse: event too large")
+var ErrTooLarge = errors.New("event too large")
 
 // maxEmptyReads is how many consecutive (0, nil) reads the Scanner tolerates before it gives
 // up with io.ErrNoProgress, as bufio.Scanner does.
@@ -259,14 +259,14 @@ func (s *Scanner) nextLine() ([]byte, bool, error) {
 		s.pending += lf + 1
 	default:
 		if len(b) > s.max {
-			return nil, false, fmt.Errorf("sse: line %d: longer than %d bytes: %w", s.line+1, s.max, ErrTooLarge)
+			return nil, false, fmt.Errorf("line %d: longer than %d bytes: %w", s.line+1, s.max, ErrTooLarge)
 		}
 		s.searched = len(b)
 		return nil, false, nil
 	}
 	s.searched = 0
 	if len(line) > s.max {
-		return nil, false, fmt.Errorf("sse: line %d: longer than %d bytes: %w", s.line+1, s.max, ErrTooLarge)
+		return nil, false, fmt.Errorf("line %d: longer than %d bytes: %w", s.line+1, s.max, ErrTooLarge)
 	}
 	return line, true, nil
 }
@@ -300,7 +300,7 @@ func (s *Scanner) processLine(line []byte) (bool, error) {
 			grow++
 		}
 		if len(s.data)+grow > s.max {
-			return false, fmt.Errorf("sse: line %d: event data longer than %d bytes: %w", s.line, s.max, ErrTooLarge)
+			return false, fmt.Errorf("line %d: event data longer than %d bytes: %w", s.line, s.max, ErrTooLarge)
 		}
 		if s.haveData {
 			s.data = append(s.data, '\n')
@@ -396,7 +396,7 @@ func (s *Scanner) fill() bool {
 	n, err := s.r.Read(s.buf[s.end:])
 	t := s.now()
 	if n < 0 || n > len(s.buf)-s.end {
-		s.err = fmt.Errorf("sse: reader returned an impossible count %d", n)
+		s.err = fmt.Errorf("reader returned an impossible count %d", n)
 		return false
 	}
 	if n > 0 {

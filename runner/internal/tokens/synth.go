@@ -56,7 +56,7 @@ var padUnits = []string{" a", " x", " .", ".", ",", "a"}
 // counts are not monotone, or no prefix with padding counts exactly n.
 func Synthesize(ctx context.Context, c Counter, n int, seed int64) (string, int, error) {
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("tokens: synthesize %d tokens by %s: "+format, append([]any{n, c.Name()}, args...)...)
+		return fmt.Errorf("synthesize %d tokens by %s: "+format, append([]any{n, c.Name()}, args...)...)
 	}
 	if n < 1 {
 		return "", 0, fail("want at least 1 token")

@@ -62,7 +62,7 @@ func NewTiktoken(encoding string) (*Tiktoken, error) {
 		var err error
 		enc, err = tiktoken.GetEncoding(encoding)
 		if err != nil {
-			return nil, fmt.Errorf("tokens: tiktoken encoding %q: %w", encoding, err)
+			return nil, fmt.Errorf("tiktoken encoding %q: %w", encoding, err)
 		}
 		encCache[encoding] = enc
 	}
@@ -83,7 +83,7 @@ func (t *Tiktoken) Count(ctx context.Context, text string) (int, error) {
 	n, done := 0, 0
 	for done < len(text) {
 		if err := ctx.Err(); err != nil {
-			return 0, fmt.Errorf("tokens: %s: count stopped after %d of %d bytes: %w", t.Name(), done, len(text), err)
+			return 0, fmt.Errorf("%s: count stopped after %d of %d bytes: %w", t.Name(), done, len(text), err)
 		}
 		end := done + splitText(text[done:])
 		n += len(t.enc.EncodeOrdinary(text[done:end]))
@@ -172,11 +172,11 @@ var _ Counter = (*Server)(nil)
 // Count calls Tokenize.
 func (s *Server) Count(ctx context.Context, text string) (int, error) {
 	if s.Tokenize == nil {
-		return 0, fmt.Errorf("tokens: %s: no Tokenize function", s.Name())
+		return 0, fmt.Errorf("%s: no Tokenize function", s.Name())
 	}
 	n, err := s.Tokenize(ctx, text)
 	if err != nil {
-		return 0, fmt.Errorf("tokens: %s: %w", s.Name(), err)
+		return 0, fmt.Errorf("%s: %w", s.Name(), err)
 	}
 	return n, nil
 }
