@@ -128,7 +128,7 @@ func DecodeChunk(data []byte) (Chunk, error) {
 	}
 	var w wireChunk
 	if err := json.Unmarshal(data, &w); err != nil {
-		return Chunk{}, fmt.Errorf("%w: %v: %s", ErrDecode, err, excerpt(data))
+		return Chunk{}, fmt.Errorf("%w: %w: %s", ErrDecode, err, excerpt(data))
 	}
 	c := Chunk{Done: done, HasChoices: len(w.Choices) > 0}
 	if w.Usage != nil {
@@ -169,7 +169,7 @@ func DecodeChunk(data []byte) (Chunk, error) {
 	}
 	e, err := w.streamError()
 	if err != nil {
-		return Chunk{}, fmt.Errorf("%w: %v: %s", ErrDecode, err, excerpt(data))
+		return Chunk{}, fmt.Errorf("%w: %w: %s", ErrDecode, err, excerpt(data))
 	}
 	c.Err = e
 	return c, nil
@@ -242,13 +242,13 @@ func (w *wireChunk) streamError() (*StreamError, error) {
 		case '{':
 			var e wireError
 			if err := json.Unmarshal(w.Error, &e); err != nil {
-				return nil, fmt.Errorf("error object: %v", err)
+				return nil, fmt.Errorf("error object: %w", err)
 			}
 			return &StreamError{Message: e.Message, Type: e.Type, Code: rawText(e.Code)}, nil
 		case '"':
 			var msg string
 			if err := json.Unmarshal(w.Error, &msg); err != nil {
-				return nil, fmt.Errorf("error string: %v", err)
+				return nil, fmt.Errorf("error string: %w", err)
 			}
 			return &StreamError{Message: msg, Type: w.ErrorType}, nil
 		default:

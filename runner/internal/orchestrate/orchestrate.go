@@ -11,7 +11,6 @@ package orchestrate
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"iter"
 	"time"
@@ -72,7 +71,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	groups := groupByServer(o.Configs)
 	tk, err := tokens.NewTiktoken("")
 	if err != nil {
-		return out, fmt.Errorf("load the tiktoken encoding: %w", err)
+		return out, err // it names the encoding it failed to load
 	}
 	total := 0
 	for _, g := range groups {
