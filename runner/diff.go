@@ -99,13 +99,13 @@ func cmdDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, v := range failOn {
 		ts, err := compare.ParseThresholds(v)
 		if err != nil {
-			return usageError("--fail-on: %v", err)
+			return usageError("--fail-on: %w", err)
 		}
 		thresholds = append(thresholds, ts...)
 	}
 	enc, err := compare.NewEncoder(*format, stdout)
 	if err != nil {
-		return usageError("--format: %v", err)
+		return usageError("--format: %w", err)
 	}
 	if t, ok := enc.(*compare.TextEncoder); ok {
 		t.Wide(*wide)

@@ -17,6 +17,9 @@ func TestErrorsNameTheCommandOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
+	// endpoint.yaml's server takes its key from this variable; set, the run gets as far as
+	// creating its folder.
+	t.Setenv("RUNNER_TEST_KEY", "test-key")
 	tests := []struct {
 		cmd  string
 		args []string

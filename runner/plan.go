@@ -45,7 +45,7 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	enc, err := plan.NewEncoder(*format, stdout)
 	if err != nil {
-		return usageError("%v", err)
+		return usageError("%w", err)
 	}
 	e, cfgs, err := loadExperiment(files[0])
 	if err != nil {

@@ -254,7 +254,7 @@ func printRun(stdout io.Writer, folder *results.Folder, out orchestrate.Outcome,
 func selectShard(spec string, exp *experiment.Experiment, cfgs []experiment.Config) (*results.Shard, []experiment.Config, error) {
 	w, err := plan.ParseShard(spec, os.Getenv)
 	if err != nil {
-		return nil, nil, usageError("%v", err)
+		return nil, nil, usageError("%w", err)
 	}
 	mine := plan.Shards(cfgs, w.Count)[w.Index]
 	host, _ := os.Hostname()

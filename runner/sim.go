@@ -76,7 +76,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// no graceful shutdown.
 	cfg.Crash = func() { os.Exit(1) }
 	if err := cfg.Validate(); err != nil {
-		return usageError("%v", err)
+		return usageError("%w", err)
 	}
 	return serveSim(ctx, cfg, f, stdout)
 }
@@ -166,11 +166,11 @@ func parseSimArgs(fs *flag.FlagSet, args []string, model *string) (helped bool, 
 func (f *simFlags) apply(cfg *sim.Config) error {
 	pattern, err := sim.ParsePattern(f.perEvent)
 	if err != nil {
-		return usageError("--tokens-per-event: %v", err)
+		return usageError("--tokens-per-event: %w", err)
 	}
 	faults, err := sim.ParseFaults(f.faults)
 	if err != nil {
-		return usageError("%v", err)
+		return usageError("%w", err)
 	}
 	if f.port < 0 || f.port > 65535 {
 		return usageError("--port %d is not a port number", f.port)

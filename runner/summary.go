@@ -41,7 +41,7 @@ func cmdSummary(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	enc, err := summary.NewEncoder(*format, stdout)
 	if err != nil {
-		return usageError("%v", err)
+		return usageError("%w", err)
 	}
 	rep, err := summary.Read(dirs[0])
 	if err != nil {

@@ -43,7 +43,7 @@ its token limit. The same seed and params always give the same file.
 	def.Seed = *seed
 	p, err := gguf.ParseParams(*params, def)
 	if err != nil {
-		return usageError("%v", err)
+		return usageError("%w", err)
 	}
 	if err := checkModelPath(rest[0]); err != nil {
 		return err
