@@ -29,13 +29,25 @@ type tokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+// envelope is what every chunk and response body opens with, in vLLM's order. Embedding it
+// places its fields first in the JSON, as encoding/json writes an embedded struct's fields where
+// the struct stands.
+type envelope[C any] struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []C    `json:"choices"`
+}
+
+// newEnvelope opens a body of the given object kind for rc's request.
+func newEnvelope[C any](rc *requestCtx, object, model string, choices []C) envelope[C] {
+	return envelope[C]{ID: rc.id, Object: object, Created: rc.created, Model: model, Choices: choices}
+}
+
 type cmplChunk struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []cmplChoice `json:"choices"`
-	Usage   *usageFull   `json:"usage"`
+	envelope[cmplChoice]
+	Usage *usageFull `json:"usage"`
 }
 
 type cmplChoice struct {
@@ -49,20 +61,12 @@ type cmplChoice struct {
 }
 
 type cmplUsageChunk struct {
-	ID      string     `json:"id"`
-	Object  string     `json:"object"`
-	Created int64      `json:"created"`
-	Model   string     `json:"model"`
-	Choices []struct{} `json:"choices"`
-	Usage   usageSet   `json:"usage"`
+	envelope[struct{}]
+	Usage usageSet `json:"usage"`
 }
 
 type chatChunk struct {
-	ID             string          `json:"id"`
-	Object         string          `json:"object"`
-	Created        int64           `json:"created"`
-	Model          string          `json:"model"`
-	Choices        []chatChoice    `json:"choices"`
+	envelope[chatChoice]
 	Usage          *usageSet       `json:"usage,omitempty"`
 	PromptTokenIDs json.RawMessage `json:"prompt_token_ids,omitempty"`
 }
@@ -81,16 +85,18 @@ type chatDelta struct {
 	Content *string `json:"content,omitempty"`
 }
 
+// response is what both non-streamed bodies share: the envelope, then the service tier, the
+// system fingerprint (both always null here) and the usage.
+type response[C any] struct {
+	envelope[C]
+	ServiceTier       *string   `json:"service_tier"`
+	SystemFingerprint *string   `json:"system_fingerprint"`
+	Usage             usageFull `json:"usage"`
+}
+
 type cmplResponse struct {
-	ID                string           `json:"id"`
-	Object            string           `json:"object"`
-	Created           int64            `json:"created"`
-	Model             string           `json:"model"`
-	Choices           []cmplRespChoice `json:"choices"`
-	ServiceTier       *string          `json:"service_tier"`
-	SystemFingerprint *string          `json:"system_fingerprint"`
-	Usage             usageFull        `json:"usage"`
-	KVTransferParams  *struct{}        `json:"kv_transfer_params"`
+	response[cmplRespChoice]
+	KVTransferParams *struct{} `json:"kv_transfer_params"`
 }
 
 type cmplRespChoice struct {
@@ -105,17 +111,10 @@ type cmplRespChoice struct {
 }
 
 type chatResponse struct {
-	ID                string           `json:"id"`
-	Object            string           `json:"object"`
-	Created           int64            `json:"created"`
-	Model             string           `json:"model"`
-	Choices           []chatRespChoice `json:"choices"`
-	ServiceTier       *string          `json:"service_tier"`
-	SystemFingerprint *string          `json:"system_fingerprint"`
-	Usage             usageFull        `json:"usage"`
-	PromptLogprobs    *struct{}        `json:"prompt_logprobs"`
-	PromptTokenIDs    []int            `json:"prompt_token_ids"`
-	KVTransferParams  *struct{}        `json:"kv_transfer_params"`
+	response[chatRespChoice]
+	PromptLogprobs   *struct{} `json:"prompt_logprobs"`
+	PromptTokenIDs   []int     `json:"prompt_token_ids"`
+	KVTransferParams *struct{} `json:"kv_transfer_params"`
 }
 
 type chatRespChoice struct {
@@ -323,8 +322,8 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 	}
 	if !rc.chat {
 		if it.kind == itemUsage {
-			return marshal(cmplUsageChunk{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model,
-				Choices: []struct{}{}, Usage: s.finalUsage(rc, p)})
+			return marshal(cmplUsageChunk{envelope: newEnvelope(rc, "text_completion", model, []struct{}{}),
+				Usage: s.finalUsage(rc, p)})
 		}
 		ch := cmplChoice{Text: it.ev.text, FinishReason: finish}
 		if rc.returnTokenIDs {
@@ -333,13 +332,13 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 				ch.PromptTokenIDs = rc.promptIDs
 			}
 		}
-		c := cmplChunk{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model, Choices: []cmplChoice{ch}}
+		c := cmplChunk{envelope: newEnvelope(rc, "text_completion", model, []cmplChoice{ch})}
 		if rc.continuous {
 			c.Usage = &usageFull{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
 		}
-		return rc.encode(c)
+		return rc.enc.encode(c)
 	}
-	c := chatChunk{ID: rc.id, Object: "chat.completion.chunk", Created: rc.created, Model: model}
+	c := chatChunk{envelope: newEnvelope[chatChoice](rc, "chat.completion.chunk", model, nil)}
 	if rc.continuous && it.kind != itemUsage {
 		c.Usage = &usageSet{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
 	}
@@ -366,7 +365,7 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 		}
 		c.Choices = []chatChoice{ch}
 	}
-	return rc.encode(c)
+	return rc.enc.encode(c)
 }
 
 // finalUsage is the usage of the final usage chunk.
@@ -436,14 +435,18 @@ func (s *Server) responseBody(rc *requestCtx, p *plan) []byte {
 	}
 	model := s.cfg.servedName()
 	if !rc.chat {
-		return marshal(cmplResponse{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model,
-			Choices: []cmplRespChoice{{Text: text, FinishReason: p.finish, TokenIDs: ids, PromptTokenIDs: promptIDs}},
-			Usage:   u})
+		return marshal(cmplResponse{response: response[cmplRespChoice]{
+			envelope: newEnvelope(rc, "text_completion", model, []cmplRespChoice{{
+				Text: text, FinishReason: p.finish, TokenIDs: ids, PromptTokenIDs: promptIDs,
+			}}),
+			Usage: u,
+		}})
 	}
-	return marshal(chatResponse{ID: rc.id, Object: "chat.completion", Created: rc.created, Model: model,
-		Choices: []chatRespChoice{{
+	return marshal(chatResponse{response: response[chatRespChoice]{
+		envelope: newEnvelope(rc, "chat.completion", model, []chatRespChoice{{
 			Message:      chatMessageOut{Role: "assistant", Content: text, ToolCalls: []struct{}{}},
 			FinishReason: p.finish, TokenIDs: ids,
-		}},
-		Usage: u, PromptTokenIDs: promptIDs})
+		}}),
+		Usage: u,
+	}, PromptTokenIDs: promptIDs})
 }
