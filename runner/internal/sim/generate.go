@@ -502,6 +502,20 @@ func (s *Server) sleepUntil(r *http.Request, t time.Time) bool {
 // abort cuts the connection: the client sees the stream end without a proper HTTP ending.
 func abort() { panic(http.ErrAbortHandler) }
 
+// endAbruptly carries out a crash, hang or abort fault, the faults that end a response the same
+// way streamed or not: none of them returns. It does nothing for the other kinds, which the
+// caller carries out.
+func (s *Server) endAbruptly(r *http.Request, kind FaultKind) {
+	switch kind {
+	case FaultCrash:
+		s.crash()
+	case FaultHang:
+		s.hang(r)
+	case FaultAbort:
+		abort()
+	}
+}
+
 // crash simulates the engine process dying.
 func (s *Server) crash() {
 	s.logf("ERROR", "core_client", "Engine core proc died unexpectedly (injected crash fault), shutting down the API server.")

@@ -100,14 +100,20 @@ type cmplResponse struct {
 }
 
 type cmplRespChoice struct {
-	Index          int       `json:"index"`
-	Text           string    `json:"text"`
-	Logprobs       *struct{} `json:"logprobs"`
-	FinishReason   string    `json:"finish_reason"`
-	StopReason     *string   `json:"stop_reason"`
-	TokenIDs       []int     `json:"token_ids"`
+	Index int    `json:"index"`
+	Text  string `json:"text"`
+	outcome
 	PromptLogprobs *struct{} `json:"prompt_logprobs"`
 	PromptTokenIDs []int     `json:"prompt_token_ids"`
+}
+
+// outcome is how a non-streamed choice's generation ended, the same in both APIs and written
+// right after the choice's content.
+type outcome struct {
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+	StopReason   *string   `json:"stop_reason"`
+	TokenIDs     []int     `json:"token_ids"`
 }
 
 type chatResponse struct {
@@ -118,12 +124,9 @@ type chatResponse struct {
 }
 
 type chatRespChoice struct {
-	Index        int            `json:"index"`
-	Message      chatMessageOut `json:"message"`
-	Logprobs     *struct{}      `json:"logprobs"`
-	FinishReason string         `json:"finish_reason"`
-	StopReason   *string        `json:"stop_reason"`
-	TokenIDs     []int          `json:"token_ids"`
+	Index   int            `json:"index"`
+	Message chatMessageOut `json:"message"`
+	outcome
 }
 
 type chatMessageOut struct {
@@ -210,13 +213,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, 
 			if !f.Kind.inStream() || f.At != i {
 				continue
 			}
+			s.endAbruptly(r, f.Kind)
 			switch f.Kind {
-			case FaultCrash:
-				s.crash()
-			case FaultHang:
-				s.hang(r)
-			case FaultAbort:
-				abort()
 			case FaultTruncate:
 				return
 			case FaultError, FaultErrorEOF:
@@ -390,13 +388,8 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rc *requestCtx,
 	}
 	body := s.responseBody(rc, p)
 	for _, f := range rc.faults {
+		s.endAbruptly(r, f.Kind)
 		switch f.Kind {
-		case FaultCrash:
-			s.crash()
-		case FaultHang:
-			s.hang(r)
-		case FaultAbort:
-			abort()
 		case FaultTruncate:
 			// Promise the whole body, send half: the client sees the connection end early.
 			w.Header().Set("Content-Type", "application/json")
@@ -429,23 +422,24 @@ func (s *Server) responseBody(rc *requestCtx, p *plan) []byte {
 	if s.cfg.PromptTokensDetails {
 		u.PromptTokensDetails = &tokensDetails{CachedTokens: p.cached}
 	}
-	var ids, promptIDs []int
+	end := outcome{FinishReason: p.finish}
+	var promptIDs []int
 	if rc.returnTokenIDs {
-		ids, promptIDs = p.ids, rc.promptIDs
+		end.TokenIDs, promptIDs = p.ids, rc.promptIDs
 	}
 	model := s.cfg.servedName()
 	if !rc.chat {
 		return marshal(cmplResponse{response: response[cmplRespChoice]{
 			envelope: newEnvelope(rc, "text_completion", model, []cmplRespChoice{{
-				Text: text, FinishReason: p.finish, TokenIDs: ids, PromptTokenIDs: promptIDs,
+				Text: text, outcome: end, PromptTokenIDs: promptIDs,
 			}}),
 			Usage: u,
 		}})
 	}
 	return marshal(chatResponse{response: response[chatRespChoice]{
 		envelope: newEnvelope(rc, "chat.completion", model, []chatRespChoice{{
-			Message:      chatMessageOut{Role: "assistant", Content: text, ToolCalls: []struct{}{}},
-			FinishReason: p.finish, TokenIDs: ids,
+			Message: chatMessageOut{Role: "assistant", Content: text, ToolCalls: []struct{}{}},
+			outcome: end,
 		}}),
 		Usage: u,
 	}, PromptTokenIDs: promptIDs})
