@@ -88,6 +88,29 @@ func (d *decoder) mapping(n *yaml.Node, path string, known []string) (pairs []pa
 	return pairs, true
 }
 
+// section records the position of p's key as the section's and returns the pairs of its value
+// as mapping does.
+func (d *decoder) section(p pair, known []string) ([]pair, bool) {
+	d.pos[p.path] = at(p.kn)
+	return d.mapping(p.val, p.path, known)
+}
+
+// list returns p's value and records its position when it is a list, and a non-empty one if
+// nonEmpty; otherwise it records that p must be a list of what, or must not be empty.
+func (d *decoder) list(p pair, what string, nonEmpty bool) (*yaml.Node, bool) {
+	n := p.val
+	if n == nil || n.Kind != yaml.SequenceNode {
+		d.errorAt(n, p.path, "must be a list of %s, not %s", what, describe(n))
+		return nil, false
+	}
+	if nonEmpty && len(n.Content) == 0 {
+		d.errorAt(n, p.path, "must not be empty")
+		return nil, false
+	}
+	d.pos[p.path] = at(n)
+	return n, true
+}
+
 // suggestField proposes a close key, or the section a misplaced key belongs to.
 func suggestField(section, key string, known []string) string {
 	if s := suggest(key, known); s != "" {
@@ -181,8 +204,7 @@ func (d *decoder) decode(root *yaml.Node) *Experiment {
 		case "timeouts":
 			d.timeouts(p, &base)
 		case "load":
-			d.pos[p.path] = at(p.kn)
-			if pairs, ok := d.mapping(p.val, p.path, loadKeys); ok {
+			if pairs, ok := d.section(p, loadKeys); ok {
 				loadOf(&base) // an empty section still makes every config a load point
 				d.fieldsOf("load", pairs, &base)
 			}
@@ -240,8 +262,7 @@ func (d *decoder) name(p pair, e *Experiment) {
 
 // slo decodes the service-level objective: bounds in milliseconds on summarised metrics.
 func (d *decoder) slo(p pair) []Bound {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, sloKeys)
+	pairs, ok := d.section(p, sloKeys)
 	if !ok {
 		return nil
 	}
@@ -290,15 +311,20 @@ func (d *decoder) fieldsOf(section string, pairs []pair, c *Config) []pair {
 	return rest
 }
 
+// tableSection decodes a section whose scalar fields are in the table, as fieldsOf does, and
+// returns its other pairs; none when its value is no mapping.
+func (d *decoder) tableSection(p pair, known []string, c *Config) []pair {
+	pairs, ok := d.section(p, known)
+	if !ok {
+		return nil
+	}
+	return d.fieldsOf(p.key, pairs, c)
+}
+
 // server decodes the server section: the scalar fields from the table, then the argument lists
 // and the environment.
 func (d *decoder) server(p pair, c *Config) {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, serverKeys)
-	if !ok {
-		return
-	}
-	for _, q := range d.fieldsOf("server", pairs, c) {
+	for _, q := range d.tableSection(p, serverKeys, c) {
 		switch q.key {
 		case "args":
 			if args, ok := d.argv(q, false); ok {
@@ -317,18 +343,11 @@ func (d *decoder) server(p pair, c *Config) {
 // argv decodes a list of command-line arguments. Numbers and booleans are taken as written, so
 // `- 8` and `- "8"` are the same argument.
 func (d *decoder) argv(p pair, nonEmpty bool) ([]string, bool) {
-	n := p.val
-	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorAt(n, p.path, "must be a list of arguments, not %s", describe(n))
+	n, ok := d.list(p, "arguments", nonEmpty)
+	if !ok {
 		return nil, false
 	}
-	if nonEmpty && len(n.Content) == 0 {
-		d.errorAt(n, p.path, "must not be empty")
-		return nil, false
-	}
-	d.pos[p.path] = at(n)
 	out := make([]string, 0, len(n.Content))
-	ok := true
 	for i, c := range n.Content {
 		c = resolve(c)
 		if c == nil || c.Kind != yaml.ScalarNode || scalarValue(c) == nil {
@@ -344,8 +363,7 @@ func (d *decoder) argv(p pair, nonEmpty bool) ([]string, bool) {
 // env decodes server.env, whose keys must be valid environment variable names and whose values
 // are taken as written.
 func (d *decoder) env(p pair) map[string]string {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, nil)
+	pairs, ok := d.section(p, nil)
 	if !ok {
 		return nil
 	}
@@ -422,8 +440,7 @@ func (d *decoder) order(p pair, e *Experiment) {
 
 // timeouts decodes the timeouts section from the field table.
 func (d *decoder) timeouts(p pair, c *Config) {
-	d.pos[p.path] = at(p.kn)
-	pairs, _ := d.mapping(p.val, p.path, timeoutKeys)
+	pairs, _ := d.section(p, timeoutKeys)
 	for _, q := range pairs {
 		f := fieldByPath(q.path)
 		if v, ok := d.scalar(f, q); ok {

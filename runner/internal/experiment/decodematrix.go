@@ -10,8 +10,7 @@ import (
 // matrix decodes the axes and the include and exclude lists. Every axis value is checked against
 // its field, so a bad value is reported where it is written.
 func (d *decoder) matrix(p pair, e *Experiment) {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, nil)
+	pairs, ok := d.section(p, nil)
 	if !ok {
 		return
 	}
@@ -104,12 +103,10 @@ func (d *decoder) axisField(kn *yaml.Node, path, key string) *field {
 
 // entries decodes an include or exclude list.
 func (d *decoder) entries(p pair) []map[string]any {
-	n := p.val
-	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorAt(n, p.path, "must be a list of mappings, not %s", describe(n))
+	n, ok := d.list(p, "mappings", false)
+	if !ok {
 		return nil
 	}
-	d.pos[p.path] = at(n)
 	out := []map[string]any{}
 	for i, c := range n.Content {
 		ip := indexPath(p.path, i)

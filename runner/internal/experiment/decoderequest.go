@@ -17,12 +17,7 @@ var reservedExtra = map[string]string{
 // request decodes the request section: the scalar fields from the table, then the named
 // prompts, the stop strings and the extra body fields.
 func (d *decoder) request(p pair, c *Config) {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, requestKeys)
-	if !ok {
-		return
-	}
-	for _, q := range d.fieldsOf("request", pairs, c) {
+	for _, q := range d.tableSection(p, requestKeys, c) {
 		switch q.key {
 		case "prompts":
 			c.Request.Prompts = d.prompts(q)
@@ -37,16 +32,10 @@ func (d *decoder) request(p pair, c *Config) {
 // prompts decodes request.prompts, a non-empty list of {name, text} entries with distinct names.
 // An entry with a problem is left out, after its problems are recorded.
 func (d *decoder) prompts(p pair) []NamedPrompt {
-	n := p.val
-	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorAt(n, p.path, "must be a list of {name, text} entries, not %s", describe(n))
+	n, ok := d.list(p, "{name, text} entries", true)
+	if !ok {
 		return nil
 	}
-	if len(n.Content) == 0 {
-		d.errorAt(n, p.path, "must not be empty")
-		return nil
-	}
-	d.pos[p.path] = at(n)
 	var out []NamedPrompt
 	names := map[string]int{}
 	for i, c := range n.Content {
@@ -98,12 +87,10 @@ func (d *decoder) prompts(p pair) []NamedPrompt {
 
 // stop decodes request.stop, a list of non-empty strings.
 func (d *decoder) stop(p pair) []string {
-	n := p.val
-	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorAt(n, p.path, "must be a list of strings, not %s", describe(n))
+	n, ok := d.list(p, "strings", false)
+	if !ok {
 		return nil
 	}
-	d.pos[p.path] = at(n)
 	var out []string
 	for i, c := range n.Content {
 		c = resolve(c)
@@ -128,8 +115,7 @@ func (d *decoder) stop(p pair) []string {
 // extra decodes request.extra, the fields merged into the request body. A key the runner sets
 // itself or that has a field of its own is refused, and so is a value JSON cannot encode.
 func (d *decoder) extra(p pair) map[string]any {
-	d.pos[p.path] = at(p.kn)
-	pairs, ok := d.mapping(p.val, p.path, nil)
+	pairs, ok := d.section(p, nil)
 	if !ok {
 		return nil
 	}

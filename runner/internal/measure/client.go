@@ -171,6 +171,13 @@ func (c *Client) Do(ctx context.Context, spec Spec) (record.Request, error) {
 
 // once sends one attempt with opts. It returns the HTTP error too when the server answered 400
 // or 422, so that Do can decide whether to degrade.
+//
+// It is one long function on purpose, the one allowed over the length limit of
+// docs/architecture.md. It reads as the request's timeline, from the body built to t0, the
+// trace's stamps, each event stamped and decoded, the end, and the metrics. The record stays
+// in this one frame and is failed in place by fail. Cut into steps, the record would be passed
+// or returned between them, and each copy of it (almost 500 bytes) would take a stack slot of
+// its own in every request goroutine under load, as the comment on fail says.
 func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (record.Request, *openai.HTTPError) {
 	p := spec.Params
 	p.Options = opts

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -53,21 +54,11 @@ type Kubernetes struct {
 
 // withDefaults returns k with its empty fields set to their defaults.
 func (k Kubernetes) withDefaults() Kubernetes {
-	if k.Parallelism == 0 {
-		k.Parallelism = k.Shards
-	}
-	if k.GPUResource == "" {
-		k.GPUResource = DefaultGPUResource
-	}
-	if k.ResultsClaim == "" {
-		k.ResultsClaim = DefaultResultsClaim
-	}
-	if k.ResultsMount == "" {
-		k.ResultsMount = DefaultResultsMount
-	}
-	if k.Name == "" {
-		k.Name = DefaultName(k.Experiment.Name)
-	}
+	k.Parallelism = cmp.Or(k.Parallelism, k.Shards)
+	k.GPUResource = cmp.Or(k.GPUResource, DefaultGPUResource)
+	k.ResultsClaim = cmp.Or(k.ResultsClaim, DefaultResultsClaim)
+	k.ResultsMount = cmp.Or(k.ResultsMount, DefaultResultsMount)
+	k.Name = cmp.Or(k.Name, DefaultName(k.Experiment.Name))
 	return k
 }
 

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path"
@@ -31,18 +32,10 @@ type Slurm struct {
 
 // withDefaults returns s with its empty fields set to their defaults.
 func (s Slurm) withDefaults() Slurm {
-	if s.Gres == "" {
-		s.Gres = DefaultGres
-	}
-	if s.Runner == "" {
-		s.Runner = DefaultRunner
-	}
-	if s.Results == "" {
-		s.Results = DefaultResults
-	}
-	if s.Name == "" {
-		s.Name = DefaultName(s.Experiment.Name)
-	}
+	s.Gres = cmp.Or(s.Gres, DefaultGres)
+	s.Runner = cmp.Or(s.Runner, DefaultRunner)
+	s.Results = cmp.Or(s.Results, DefaultResults)
+	s.Name = cmp.Or(s.Name, DefaultName(s.Experiment.Name))
 	return s
 }
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -89,23 +88,8 @@ type requestCtx struct {
 	leaving        []func() // run once by leave
 	left           bool
 
-	buf    []byte        // the event being written
-	enc    *json.Encoder // encodes into encBuf, created on first use
-	encBuf bytes.Buffer
-}
-
-// encode encodes v as marshal does, into the request's own buffer: the result is valid until the
-// next call.
-func (rc *requestCtx) encode(v any) []byte {
-	if rc.enc == nil {
-		rc.enc = json.NewEncoder(&rc.encBuf)
-		rc.enc.SetEscapeHTML(false)
-	}
-	rc.encBuf.Reset()
-	if err := rc.enc.Encode(v); err != nil {
-		panic("sim: encoding a response: " + err.Error())
-	}
-	return bytes.TrimSuffix(rc.encBuf.Bytes(), []byte("\n"))
+	buf []byte     // the event being written
+	enc jsonBuffer // encodes the chunks, so that a long stream does not allocate a buffer per event
 }
 
 // handleGenerate serves POST /v1/completions (chat false) and /v1/chat/completions (chat true).
@@ -517,6 +501,20 @@ func (s *Server) sleepUntil(r *http.Request, t time.Time) bool {
 
 // abort cuts the connection: the client sees the stream end without a proper HTTP ending.
 func abort() { panic(http.ErrAbortHandler) }
+
+// endAbruptly carries out a crash, hang or abort fault, the faults that end a response the same
+// way streamed or not: none of them returns. It does nothing for the other kinds, which the
+// caller carries out.
+func (s *Server) endAbruptly(r *http.Request, kind FaultKind) {
+	switch kind {
+	case FaultCrash:
+		s.crash()
+	case FaultHang:
+		s.hang(r)
+	case FaultAbort:
+		abort()
+	}
+}
 
 // crash simulates the engine process dying.
 func (s *Server) crash() {

@@ -389,13 +389,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // marshal encodes v as compact JSON without HTML escaping and without a trailing newline.
 func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	return new(jsonBuffer).encode(v)
+}
+
+// jsonBuffer encodes values as marshal does, reusing its buffer from one call to the next. The
+// zero value is ready to use.
+type jsonBuffer struct {
+	buf bytes.Buffer
+	enc *json.Encoder // encodes into buf, created on first use
+}
+
+// encode encodes v as marshal describes; the result is valid until the next call.
+func (j *jsonBuffer) encode(v any) []byte {
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.buf)
+		j.enc.SetEscapeHTML(false)
+	}
+	j.buf.Reset()
+	if err := j.enc.Encode(v); err != nil {
 		panic("sim: encoding a response: " + err.Error())
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return bytes.TrimSuffix(j.buf.Bytes(), []byte("\n"))
 }
 
 // pyQuote quotes s as a JSON string the way Python's json.dumps does by default (ASCII only).

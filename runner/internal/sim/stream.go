@@ -29,13 +29,25 @@ type tokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+// envelope is what every chunk and response body opens with, in vLLM's order. Embedding it
+// places its fields first in the JSON, as encoding/json writes an embedded struct's fields where
+// the struct stands.
+type envelope[C any] struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []C    `json:"choices"`
+}
+
+// newEnvelope opens a body of the given object kind for rc's request.
+func newEnvelope[C any](rc *requestCtx, object, model string, choices []C) envelope[C] {
+	return envelope[C]{ID: rc.id, Object: object, Created: rc.created, Model: model, Choices: choices}
+}
+
 type cmplChunk struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []cmplChoice `json:"choices"`
-	Usage   *usageFull   `json:"usage"`
+	envelope[cmplChoice]
+	Usage *usageFull `json:"usage"`
 }
 
 type cmplChoice struct {
@@ -49,20 +61,12 @@ type cmplChoice struct {
 }
 
 type cmplUsageChunk struct {
-	ID      string     `json:"id"`
-	Object  string     `json:"object"`
-	Created int64      `json:"created"`
-	Model   string     `json:"model"`
-	Choices []struct{} `json:"choices"`
-	Usage   usageSet   `json:"usage"`
+	envelope[struct{}]
+	Usage usageSet `json:"usage"`
 }
 
 type chatChunk struct {
-	ID             string          `json:"id"`
-	Object         string          `json:"object"`
-	Created        int64           `json:"created"`
-	Model          string          `json:"model"`
-	Choices        []chatChoice    `json:"choices"`
+	envelope[chatChoice]
 	Usage          *usageSet       `json:"usage,omitempty"`
 	PromptTokenIDs json.RawMessage `json:"prompt_token_ids,omitempty"`
 }
@@ -81,50 +85,48 @@ type chatDelta struct {
 	Content *string `json:"content,omitempty"`
 }
 
+// response is what both non-streamed bodies share: the envelope, then the service tier, the
+// system fingerprint (both always null here) and the usage.
+type response[C any] struct {
+	envelope[C]
+	ServiceTier       *string   `json:"service_tier"`
+	SystemFingerprint *string   `json:"system_fingerprint"`
+	Usage             usageFull `json:"usage"`
+}
+
 type cmplResponse struct {
-	ID                string           `json:"id"`
-	Object            string           `json:"object"`
-	Created           int64            `json:"created"`
-	Model             string           `json:"model"`
-	Choices           []cmplRespChoice `json:"choices"`
-	ServiceTier       *string          `json:"service_tier"`
-	SystemFingerprint *string          `json:"system_fingerprint"`
-	Usage             usageFull        `json:"usage"`
-	KVTransferParams  *struct{}        `json:"kv_transfer_params"`
+	response[cmplRespChoice]
+	KVTransferParams *struct{} `json:"kv_transfer_params"`
 }
 
 type cmplRespChoice struct {
-	Index          int       `json:"index"`
-	Text           string    `json:"text"`
-	Logprobs       *struct{} `json:"logprobs"`
-	FinishReason   string    `json:"finish_reason"`
-	StopReason     *string   `json:"stop_reason"`
-	TokenIDs       []int     `json:"token_ids"`
+	Index int    `json:"index"`
+	Text  string `json:"text"`
+	outcome
 	PromptLogprobs *struct{} `json:"prompt_logprobs"`
 	PromptTokenIDs []int     `json:"prompt_token_ids"`
 }
 
+// outcome is how a non-streamed choice's generation ended, the same in both APIs and written
+// right after the choice's content.
+type outcome struct {
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+	StopReason   *string   `json:"stop_reason"`
+	TokenIDs     []int     `json:"token_ids"`
+}
+
 type chatResponse struct {
-	ID                string           `json:"id"`
-	Object            string           `json:"object"`
-	Created           int64            `json:"created"`
-	Model             string           `json:"model"`
-	Choices           []chatRespChoice `json:"choices"`
-	ServiceTier       *string          `json:"service_tier"`
-	SystemFingerprint *string          `json:"system_fingerprint"`
-	Usage             usageFull        `json:"usage"`
-	PromptLogprobs    *struct{}        `json:"prompt_logprobs"`
-	PromptTokenIDs    []int            `json:"prompt_token_ids"`
-	KVTransferParams  *struct{}        `json:"kv_transfer_params"`
+	response[chatRespChoice]
+	PromptLogprobs   *struct{} `json:"prompt_logprobs"`
+	PromptTokenIDs   []int     `json:"prompt_token_ids"`
+	KVTransferParams *struct{} `json:"kv_transfer_params"`
 }
 
 type chatRespChoice struct {
-	Index        int            `json:"index"`
-	Message      chatMessageOut `json:"message"`
-	Logprobs     *struct{}      `json:"logprobs"`
-	FinishReason string         `json:"finish_reason"`
-	StopReason   *string        `json:"stop_reason"`
-	TokenIDs     []int          `json:"token_ids"`
+	Index   int            `json:"index"`
+	Message chatMessageOut `json:"message"`
+	outcome
 }
 
 type chatMessageOut struct {
@@ -211,13 +213,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, rc *requestCtx, 
 			if !f.Kind.inStream() || f.At != i {
 				continue
 			}
+			s.endAbruptly(r, f.Kind)
 			switch f.Kind {
-			case FaultCrash:
-				s.crash()
-			case FaultHang:
-				s.hang(r)
-			case FaultAbort:
-				abort()
 			case FaultTruncate:
 				return
 			case FaultError, FaultErrorEOF:
@@ -323,8 +320,8 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 	}
 	if !rc.chat {
 		if it.kind == itemUsage {
-			return marshal(cmplUsageChunk{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model,
-				Choices: []struct{}{}, Usage: s.finalUsage(rc, p)})
+			return marshal(cmplUsageChunk{envelope: newEnvelope(rc, "text_completion", model, []struct{}{}),
+				Usage: s.finalUsage(rc, p)})
 		}
 		ch := cmplChoice{Text: it.ev.text, FinishReason: finish}
 		if rc.returnTokenIDs {
@@ -333,13 +330,13 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 				ch.PromptTokenIDs = rc.promptIDs
 			}
 		}
-		c := cmplChunk{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model, Choices: []cmplChoice{ch}}
+		c := cmplChunk{envelope: newEnvelope(rc, "text_completion", model, []cmplChoice{ch})}
 		if rc.continuous {
 			c.Usage = &usageFull{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
 		}
-		return rc.encode(c)
+		return rc.enc.encode(c)
 	}
-	c := chatChunk{ID: rc.id, Object: "chat.completion.chunk", Created: rc.created, Model: model}
+	c := chatChunk{envelope: newEnvelope[chatChoice](rc, "chat.completion.chunk", model, nil)}
 	if rc.continuous && it.kind != itemUsage {
 		c.Usage = &usageSet{PromptTokens: prompt, TotalTokens: prompt + completion, CompletionTokens: completion}
 	}
@@ -366,7 +363,7 @@ func (s *Server) chunk(rc *requestCtx, p *plan, it item) []byte {
 		}
 		c.Choices = []chatChoice{ch}
 	}
-	return rc.encode(c)
+	return rc.enc.encode(c)
 }
 
 // finalUsage is the usage of the final usage chunk.
@@ -391,13 +388,8 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rc *requestCtx,
 	}
 	body := s.responseBody(rc, p)
 	for _, f := range rc.faults {
+		s.endAbruptly(r, f.Kind)
 		switch f.Kind {
-		case FaultCrash:
-			s.crash()
-		case FaultHang:
-			s.hang(r)
-		case FaultAbort:
-			abort()
 		case FaultTruncate:
 			// Promise the whole body, send half: the client sees the connection end early.
 			w.Header().Set("Content-Type", "application/json")
@@ -430,20 +422,25 @@ func (s *Server) responseBody(rc *requestCtx, p *plan) []byte {
 	if s.cfg.PromptTokensDetails {
 		u.PromptTokensDetails = &tokensDetails{CachedTokens: p.cached}
 	}
-	var ids, promptIDs []int
+	end := outcome{FinishReason: p.finish}
+	var promptIDs []int
 	if rc.returnTokenIDs {
-		ids, promptIDs = p.ids, rc.promptIDs
+		end.TokenIDs, promptIDs = p.ids, rc.promptIDs
 	}
 	model := s.cfg.servedName()
 	if !rc.chat {
-		return marshal(cmplResponse{ID: rc.id, Object: "text_completion", Created: rc.created, Model: model,
-			Choices: []cmplRespChoice{{Text: text, FinishReason: p.finish, TokenIDs: ids, PromptTokenIDs: promptIDs}},
-			Usage:   u})
+		return marshal(cmplResponse{response: response[cmplRespChoice]{
+			envelope: newEnvelope(rc, "text_completion", model, []cmplRespChoice{{
+				Text: text, outcome: end, PromptTokenIDs: promptIDs,
+			}}),
+			Usage: u,
+		}})
 	}
-	return marshal(chatResponse{ID: rc.id, Object: "chat.completion", Created: rc.created, Model: model,
-		Choices: []chatRespChoice{{
-			Message:      chatMessageOut{Role: "assistant", Content: text, ToolCalls: []struct{}{}},
-			FinishReason: p.finish, TokenIDs: ids,
-		}},
-		Usage: u, PromptTokenIDs: promptIDs})
+	return marshal(chatResponse{response: response[chatRespChoice]{
+		envelope: newEnvelope(rc, "chat.completion", model, []chatRespChoice{{
+			Message: chatMessageOut{Role: "assistant", Content: text, ToolCalls: []struct{}{}},
+			outcome: end,
+		}}),
+		Usage: u,
+	}, PromptTokenIDs: promptIDs})
 }
