@@ -195,10 +195,10 @@ func (f *File) Alignment() (int, error) {
 	}
 	a, ok := v.(uint32)
 	if !ok {
-		return 0, fmt.Errorf("gguf: %s is %T, want uint32", KeyAlignment, v)
+		return 0, fmt.Errorf("%s is %T, want uint32", KeyAlignment, v)
 	}
 	if a == 0 || a&(a-1) != 0 || a > maxAlignment {
-		return 0, fmt.Errorf("gguf: %s is %d, want a power of two up to %d", KeyAlignment, a, maxAlignment)
+		return 0, fmt.Errorf("%s is %d, want a power of two up to %d", KeyAlignment, a, maxAlignment)
 	}
 	return int(a), nil
 }

@@ -271,7 +271,7 @@ func TestParseErrors(t *testing.T) {
 			if err != nil && f != nil {
 				t.Errorf("Parse returned a file with an error")
 			}
-			if err != nil && !strings.HasPrefix(err.Error(), "gguf: offset ") {
+			if err != nil && !strings.HasPrefix(err.Error(), "offset ") {
 				t.Errorf("error %q does not say where", err)
 			}
 		})

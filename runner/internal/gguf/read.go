@@ -18,7 +18,7 @@ const maxDims = 4
 func ReadFile(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
+		return nil, err
 	}
 	f, err := Parse(b)
 	if err != nil {
@@ -34,7 +34,7 @@ func Parse(b []byte) (*File, error) {
 	d := &decoder{b: b}
 	f, err := d.file()
 	if err != nil {
-		return nil, fmt.Errorf("gguf: offset %d: %w", d.pos, err)
+		return nil, fmt.Errorf("offset %d: %w", d.pos, err)
 	}
 	return f, nil
 }

@@ -41,19 +41,19 @@ func DefaultParams() Params {
 func (p Params) Validate() error {
 	switch {
 	case p.Embedding < 8:
-		return fmt.Errorf("gguf: embedding %d, want at least 8", p.Embedding)
+		return fmt.Errorf("embedding %d, want at least 8", p.Embedding)
 	case p.Layers < 1:
-		return fmt.Errorf("gguf: layers %d, want at least 1", p.Layers)
+		return fmt.Errorf("layers %d, want at least 1", p.Layers)
 	case p.Heads < 1 || p.Embedding%p.Heads != 0:
-		return fmt.Errorf("gguf: heads %d must divide embedding %d", p.Heads, p.Embedding)
+		return fmt.Errorf("heads %d must divide embedding %d", p.Heads, p.Embedding)
 	case (p.Embedding/p.Heads)%2 != 0:
-		return fmt.Errorf("gguf: head size %d must be even for rotary embeddings", p.Embedding/p.Heads)
+		return fmt.Errorf("head size %d must be even for rotary embeddings", p.Embedding/p.Heads)
 	case p.KVHeads < 1 || p.Heads%p.KVHeads != 0:
-		return fmt.Errorf("gguf: kv_heads %d must divide heads %d", p.KVHeads, p.Heads)
+		return fmt.Errorf("kv_heads %d must divide heads %d", p.KVHeads, p.Heads)
 	case p.FeedForward < 1:
-		return fmt.Errorf("gguf: ff %d, want at least 1", p.FeedForward)
+		return fmt.Errorf("ff %d, want at least 1", p.FeedForward)
 	case p.Context < 16:
-		return fmt.Errorf("gguf: ctx %d, want at least 16", p.Context)
+		return fmt.Errorf("ctx %d, want at least 16", p.Context)
 	}
 	return nil
 }
@@ -79,14 +79,14 @@ func ParseParams(s string, base Params) (Params, error) {
 		}
 		k, v, ok := strings.Cut(item, "=")
 		if !ok {
-			return base, fmt.Errorf("gguf: params: %q is not key=value", item)
+			return base, fmt.Errorf("params: %q is not key=value", item)
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return base, fmt.Errorf("gguf: params: %s: %w", k, err)
+			return base, fmt.Errorf("params: %s: %w", k, err)
 		}
 		if k != "seed" && n > 1<<20 {
-			return base, fmt.Errorf("gguf: params: %s=%d is too large for a tiny model", k, n)
+			return base, fmt.Errorf("params: %s=%d is too large for a tiny model", k, n)
 		}
 		switch strings.TrimSpace(k) {
 		case "embd":
@@ -104,7 +104,7 @@ func ParseParams(s string, base Params) (Params, error) {
 		case "seed":
 			p.Seed = n
 		default:
-			return base, fmt.Errorf("gguf: params: unknown key %q (known: %s)", k, strings.Join(paramKeys, ", "))
+			return base, fmt.Errorf("params: unknown key %q (known: %s)", k, strings.Join(paramKeys, ", "))
 		}
 	}
 	if err := p.Validate(); err != nil {
@@ -273,7 +273,8 @@ func WriteTinyLlama(w io.Writer, p Params) error {
 func WriteTinyLlamaFile(path string, p Params) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("gguf: %w", err)
+		// The error names the temporary file; the path asked for comes first.
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -282,16 +283,16 @@ func WriteTinyLlamaFile(path string, p Params) (err error) {
 		}
 	}()
 	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("gguf: %w", err)
+		return err
 	}
 	if err = WriteTinyLlama(tmp, p); err != nil {
-		return fmt.Errorf("gguf: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("gguf: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("gguf: %w", err)
+		return err
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func Write(w io.Writer, f *File) error {
 	for _, kv := range f.KV {
 		head = appendString(head, kv.Key)
 		if head, err = appendValue(head, kv.Value); err != nil {
-			return fmt.Errorf("gguf: write %s: %w", kv.Key, err)
+			return fmt.Errorf("write %s: %w", kv.Key, err)
 		}
 	}
 	offsets := make([]uint64, len(f.Tensors))
@@ -32,13 +32,13 @@ func Write(w io.Writer, f *File) error {
 		t := &f.Tensors[i]
 		size := t.Type.ElemSize()
 		if size == 0 {
-			return fmt.Errorf("gguf: write tensor %s: unsupported type %s", t.Name, t.Type)
+			return fmt.Errorf("write tensor %s: unsupported type %s", t.Name, t.Type)
 		}
 		if len(t.Dims) == 0 || len(t.Dims) > 4 {
-			return fmt.Errorf("gguf: write tensor %s: %d dimensions, want 1 to 4", t.Name, len(t.Dims))
+			return fmt.Errorf("write tensor %s: %d dimensions, want 1 to 4", t.Name, len(t.Dims))
 		}
 		if want := t.Elements() * uint64(size); uint64(len(t.Data)) != want {
-			return fmt.Errorf("gguf: write tensor %s: %d data bytes, want %d for %v %s", t.Name, len(t.Data), want, t.Dims, t.Type)
+			return fmt.Errorf("write tensor %s: %d data bytes, want %d for %v %s", t.Name, len(t.Data), want, t.Dims, t.Type)
 		}
 		off = alignUp(off, uint64(align))
 		offsets[i] = off
@@ -56,21 +56,21 @@ func Write(w io.Writer, f *File) error {
 
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if _, err := bw.Write(head); err != nil {
-		return fmt.Errorf("gguf: write header: %w", err)
+		return fmt.Errorf("write header: %w", err)
 	}
 	var pos uint64
 	zeros := make([]byte, align)
 	for i := range f.Tensors {
 		if _, err := bw.Write(zeros[:offsets[i]-pos]); err != nil {
-			return fmt.Errorf("gguf: write padding: %w", err)
+			return fmt.Errorf("write padding: %w", err)
 		}
 		if _, err := bw.Write(f.Tensors[i].Data); err != nil {
-			return fmt.Errorf("gguf: write tensor %s: %w", f.Tensors[i].Name, err)
+			return fmt.Errorf("write tensor %s: %w", f.Tensors[i].Name, err)
 		}
 		pos = offsets[i] + uint64(len(f.Tensors[i].Data))
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("gguf: write: %w", err)
+		return fmt.Errorf("write: %w", err)
 	}
 	return nil
 }

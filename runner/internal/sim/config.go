@@ -137,46 +137,46 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Model == "":
-		return fmt.Errorf("sim: model is empty")
+		return fmt.Errorf("model is empty")
 	case c.MaxModelLen < 2:
-		return fmt.Errorf("sim: max model len %d is below 2", c.MaxModelLen)
+		return fmt.Errorf("max model len %d is below 2", c.MaxModelLen)
 	case c.QueueDelay < 0 || c.PrefillPerToken < 0 || c.DecodePerToken < 0 || c.BootDelay < 0:
-		return fmt.Errorf("sim: delays must not be negative")
+		return fmt.Errorf("delays must not be negative")
 	case len(c.TokensPerEvent) == 0:
-		return fmt.Errorf("sim: tokens per event is empty")
+		return fmt.Errorf("tokens per event is empty")
 	case c.Jitter < 0 || c.Jitter >= 1:
-		return fmt.Errorf("sim: jitter %v is outside [0, 1)", c.Jitter)
+		return fmt.Errorf("jitter %v is outside [0, 1)", c.Jitter)
 	case c.MaxConcurrency < 0:
-		return fmt.Errorf("sim: max concurrency %d is negative", c.MaxConcurrency)
+		return fmt.Errorf("max concurrency %d is negative", c.MaxConcurrency)
 	case c.MaxNumSeqs < 0:
-		return fmt.Errorf("sim: max num seqs %d is negative", c.MaxNumSeqs)
+		return fmt.Errorf("max num seqs %d is negative", c.MaxNumSeqs)
 	case c.MaxConcurrency > 0 && c.batching():
-		return fmt.Errorf("sim: max concurrency %d bounds the single-stream model; with batching set max num seqs instead", c.MaxConcurrency)
+		return fmt.Errorf("max concurrency %d bounds the single-stream model; with batching set max num seqs instead", c.MaxConcurrency)
 	case c.DecodePerSeq < 0:
-		return fmt.Errorf("sim: decode per seq %v is negative", c.DecodePerSeq)
+		return fmt.Errorf("decode per seq %v is negative", c.DecodePerSeq)
 	case c.MaxNumBatchedTokens < 0:
-		return fmt.Errorf("sim: max num batched tokens %d is negative", c.MaxNumBatchedTokens)
+		return fmt.Errorf("max num batched tokens %d is negative", c.MaxNumBatchedTokens)
 	case c.MaxNumBatchedTokens > 0 && c.MaxNumBatchedTokens < c.MaxNumSeqs:
 		// vLLM refuses this too: a step could not decode every running request.
-		return fmt.Errorf("sim: max num batched tokens %d is below max num seqs %d", c.MaxNumBatchedTokens, c.MaxNumSeqs)
+		return fmt.Errorf("max num batched tokens %d is below max num seqs %d", c.MaxNumBatchedTokens, c.MaxNumSeqs)
 	case c.SplitEvery < 0:
-		return fmt.Errorf("sim: split every %d is negative", c.SplitEvery)
+		return fmt.Errorf("split every %d is negative", c.SplitEvery)
 	case c.PrefixCaching && (c.BlockSize < 1 || c.CacheBlocks < 1):
-		return fmt.Errorf("sim: prefix cache needs a positive block size and block count")
+		return fmt.Errorf("prefix cache needs a positive block size and block count")
 	case c.EOSProbability < 0 || c.EOSProbability > 1:
-		return fmt.Errorf("sim: eos probability %v is outside [0, 1]", c.EOSProbability)
+		return fmt.Errorf("eos probability %v is outside [0, 1]", c.EOSProbability)
 	case c.ErrorFormat != "flat" && c.ErrorFormat != "nested":
-		return fmt.Errorf("sim: error format %q is neither flat nor nested", c.ErrorFormat)
+		return fmt.Errorf("error format %q is neither flat nor nested", c.ErrorFormat)
 	}
 	for _, n := range c.TokensPerEvent {
 		if n < 1 {
-			return fmt.Errorf("sim: tokens per event %v has an entry below 1", c.TokensPerEvent)
+			return fmt.Errorf("tokens per event %v has an entry below 1", c.TokensPerEvent)
 		}
 	}
 	switch c.BootFailure {
 	case "", "bf16", "kv-cache", "oom":
 	default:
-		return fmt.Errorf("sim: boot failure %q is not one of bf16, kv-cache, oom", c.BootFailure)
+		return fmt.Errorf("boot failure %q is not one of bf16, kv-cache, oom", c.BootFailure)
 	}
 	for _, f := range c.Faults {
 		if err := f.validate(); err != nil {

@@ -85,7 +85,7 @@ func parseFault(s string) (Fault, error) {
 	if hasAt {
 		n, err := strconv.Atoi(strings.TrimSpace(at))
 		if err != nil || n < 0 {
-			return Fault{}, fmt.Errorf("sim: fault %q: event index %q is not a non-negative integer", s, at)
+			return Fault{}, fmt.Errorf("fault %q: event index %q is not a non-negative integer", s, at)
 		}
 		f.At = n
 	}
@@ -93,7 +93,7 @@ func parseFault(s string) (Fault, error) {
 		return Fault{}, err
 	}
 	if hasAt && !f.Kind.inStream() {
-		return Fault{}, fmt.Errorf("sim: fault %q: %s takes no event index", s, f.Kind)
+		return Fault{}, fmt.Errorf("fault %q: %s takes no event index", s, f.Kind)
 	}
 	return f, nil
 }
@@ -110,26 +110,26 @@ func (f Fault) validate() error {
 	switch f.Kind {
 	case FaultCrash, FaultHang, FaultAbort, FaultTruncate, FaultError, FaultErrorEOF, FaultMalformed:
 		if f.Arg != "" {
-			return fmt.Errorf("sim: fault %s takes no =argument", f.Kind)
+			return fmt.Errorf("fault %s takes no =argument", f.Kind)
 		}
 		if f.At < 0 {
-			return fmt.Errorf("sim: fault %s: negative event index", f.Kind)
+			return fmt.Errorf("fault %s: negative event index", f.Kind)
 		}
 	case FaultStatus:
 		n, err := strconv.Atoi(f.Arg)
 		if err != nil || n < 400 || n > 599 {
-			return fmt.Errorf("sim: fault status=%s: want an HTTP error status 400-599", f.Arg)
+			return fmt.Errorf("fault status=%s: want an HTTP error status 400-599", f.Arg)
 		}
 	case FaultResetNoop:
 		if f.Arg != "" {
-			return fmt.Errorf("sim: fault %s takes no =argument", f.Kind)
+			return fmt.Errorf("fault %s takes no =argument", f.Kind)
 		}
 	case FaultRefuse, FaultIgnore:
 		if f.Arg == "" {
-			return fmt.Errorf("sim: fault %s needs an option name, e.g. %s=return_token_ids", f.Kind, f.Kind)
+			return fmt.Errorf("fault %s needs an option name, e.g. %s=return_token_ids", f.Kind, f.Kind)
 		}
 	default:
-		return fmt.Errorf("sim: unknown fault %q (want crash, hang, abort, truncate, error, error-eof, malformed, status=CODE, refuse=OPTION, ignore=OPTION, reset-noop)", f.Kind)
+		return fmt.Errorf("unknown fault %q (want crash, hang, abort, truncate, error, error-eof, malformed, status=CODE, refuse=OPTION, ignore=OPTION, reset-noop)", f.Kind)
 	}
 	return nil
 }
