@@ -30,16 +30,30 @@ func vllmPreset(srv experiment.Server, t Target) (*Launch, error) {
 	default:
 		return nil, fmt.Errorf("server.entrypoint %q: want serve or api_server", srv.Entrypoint)
 	}
+	argv = vllmModelFlags(argv, srv)
+	argv = append(argv, "--host", t.Host, "--port", strconv.Itoa(t.Port))
+	return vllmLaunch(srv, t, argv, "vllm"), nil
+}
+
+// vllmModelFlags appends vLLM's --dtype and --max-model-len for server.dtype and
+// server.max_model_len, when the experiment sets them. The simulator takes the same flags.
+func vllmModelFlags(argv []string, srv experiment.Server) []string {
 	if srv.Dtype != "" {
 		argv = append(argv, "--dtype", srv.Dtype)
 	}
 	if srv.MaxModelLen > 0 {
 		argv = append(argv, "--max-model-len", strconv.Itoa(srv.MaxModelLen))
 	}
-	argv = append(argv, "--host", t.Host, "--port", strconv.Itoa(t.Port))
-	argv = append(argv, srv.Args...)
+	return argv
+}
+
+// vllmLaunch is the Launch of a server that speaks vLLM's API, vLLM itself or the simulator
+// that imitates it: argv followed by server.args, VLLM_SERVER_DEV_MODE=1 (which the prefix
+// cache reset needs), and vLLM's health, version and reset paths. engine names the engine in
+// the notes on ignored fields.
+func vllmLaunch(srv experiment.Server, t Target, argv []string, engine string) *Launch {
 	return &Launch{
-		Argv:        argv,
+		Argv:        append(argv, srv.Args...),
 		Env:         map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
 		BaseURL:     t.URL(),
 		ReadyPaths:  []string{"/health", "/v1/models"},
@@ -47,8 +61,8 @@ func vllmPreset(srv experiment.Server, t Target) (*Launch, error) {
 		ResetPath:   "/reset_prefix_cache",
 		Reset:       resetWhenIdle("/reset_prefix_cache"),
 		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "vllm"),
-	}, nil
+		Notes:       ignored(srv, engine),
+	}
 }
 
 // sglangPreset runs `python -m sglang.launch_server --model-path M --host H --port P`, with
@@ -158,24 +172,7 @@ func simPreset(srv experiment.Server, t Target) (*Launch, error) {
 	if srv.Model != "" {
 		argv = append(argv, "--model", srv.Model)
 	}
-	if srv.Dtype != "" {
-		argv = append(argv, "--dtype", srv.Dtype)
-	}
-	if srv.MaxModelLen > 0 {
-		argv = append(argv, "--max-model-len", strconv.Itoa(srv.MaxModelLen))
-	}
-	argv = append(argv, srv.Args...)
-	return &Launch{
-		Argv:        argv,
-		Env:         map[string]string{"VLLM_SERVER_DEV_MODE": "1"},
-		BaseURL:     t.URL(),
-		ReadyPaths:  []string{"/health", "/v1/models"},
-		VersionPath: "/version",
-		ResetPath:   "/reset_prefix_cache",
-		Reset:       resetWhenIdle("/reset_prefix_cache"),
-		APIKey:      apiKey(srv),
-		Notes:       ignored(srv, "sim"),
-	}, nil
+	return vllmLaunch(srv, t, vllmModelFlags(argv, srv), "sim"), nil
 }
 
 // endpointPreset measures a server that is already running at server.url: nothing is started

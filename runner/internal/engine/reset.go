@@ -46,12 +46,8 @@ func waitIdle(ctx context.Context, h *Hook) error {
 		if !time.Now().Before(deadline) {
 			return fmt.Errorf("the server still runs or queues %g request(s) after %s; a reset now would be declined", busy, idleWait)
 		}
-		t := time.NewTimer(idlePoll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := sleepCtx(ctx, idlePoll); err != nil {
+			return err
 		}
 	}
 }
@@ -83,12 +79,8 @@ func sglangReset(ctx context.Context, h *Hook) error {
 		if err == nil || !errors.As(err, &he) || he.Status != http.StatusBadRequest || !time.Now().Before(deadline) {
 			return err
 		}
-		t := time.NewTimer(idlePoll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := sleepCtx(ctx, idlePoll); err != nil {
+			return err
 		}
 	}
 }
@@ -140,4 +132,17 @@ func (s *Server) reset(ctx context.Context, h *Hook) error {
 	}
 	_, err := h.Post(ctx, s.launch.ResetPath, nil)
 	return err
+}
+
+// sleepCtx waits d, or less when ctx ends first; then it returns ctx's error. The reset waits
+// use it between their polls, so that a cancelled run does not wait out a poll.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
