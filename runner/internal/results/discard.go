@@ -80,7 +80,7 @@ func (f *Folder) Discard(configIDs []string, reason string) (Done, error) {
 	if err == nil {
 		err = moveRows(f.dir, ErrorsFile, nil, ErrorsJSONL.NewScanner, func(e ErrorRow) bool { return drop[e.ConfigID] })
 	}
-	if err == nil && hasLoadServer(f.dir) {
+	if err == nil && hasFile(f.dir, LoadServerFile) {
 		// The server's figures of a load point describe its requests: they go with them.
 		err = moveRows(f.dir, LoadServerFile, LoadServerCSV.header(), LoadServerCSV.NewScanner, func(r LoadServerRow) bool { return drop[r.ConfigID] })
 	}
@@ -148,31 +148,19 @@ func moveRows[T any](dir, name string, header []string, newScanner func(io.Reade
 	if err != nil {
 		return err
 	}
-	var keep, out bytes.Buffer
-	s := newScanner(bytes.NewReader(data), name)
-	prev, prevMove, first := int64(-1), false, true
-	flush := func(end int64) {
-		if prev < 0 {
-			return
-		}
-		if prevMove {
-			out.Write(data[prev:end])
-		} else {
-			keep.Write(data[prev:end])
-		}
-	}
-	for s.Scan() {
-		if first {
-			keep.Write(data[:s.Offset()]) // the header (none for JSON Lines)
-			first = false
-		}
-		flush(s.Offset())
-		prev, prevMove = s.Offset(), move(s.Record())
-	}
-	if err := s.Err(); err != nil {
+	head, rows, err := splitRows(data, name, newScanner, move)
+	if err != nil {
 		return err
 	}
-	flush(int64(len(data)))
+	var keep, out bytes.Buffer
+	keep.Write(head)
+	for _, r := range rows {
+		if r.picked {
+			out.Write(r.raw)
+		} else {
+			keep.Write(r.raw)
+		}
+	}
 	if out.Len() == 0 {
 		return nil
 	}

@@ -447,7 +447,7 @@ func (f *Folder) Close(status Status) error {
 	}
 	load := SummarizeLoad(f.man.Configs, f.rows)
 	JoinLoadServer(load, f.loadServerRows)
-	if err := writeAtomic(f.dir, LoadFile, loadCSV(load, hasLoadServer(f.dir))); err != nil {
+	if err := writeAtomic(f.dir, LoadFile, loadCSV(load, hasFile(f.dir, LoadServerFile))); err != nil {
 		errs = append(errs, err)
 	}
 	// Written again so that a folder resumed from before folders carried the file has it too.

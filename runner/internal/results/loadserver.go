@@ -1,9 +1,7 @@
 package results
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,16 +145,10 @@ func openWithHeader(path string, header []string) (*os.File, error) {
 	return file, nil
 }
 
-// hasLoadServer reports whether the folder dir holds load_server.csv.
-func hasLoadServer(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, LoadServerFile))
-	return err == nil
-}
-
 // repairLoadServer drops a torn last line of load_server.csv, and a second row of a config
 // (which this writer never writes), where the folder has the file, and loads its rows.
 func (f *Folder) repairLoadServer() error {
-	if !hasLoadServer(f.dir) {
+	if !hasFile(f.dir, LoadServerFile) {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -176,7 +168,7 @@ func (f *Folder) repairLoadServer() error {
 func (r *Reader) LoadServer() ([]LoadServerRow, error) {
 	var rows []LoadServerRow
 	seen := map[string]bool{}
-	n, err := scanAll(r.dir, LoadServerFile, LoadServerCSV.NewScanner, r.tolerant(), func(s LoadServerRow, line int) error {
+	err := scanOptional(r, LoadServerFile, LoadServerCSV.NewScanner, func(s LoadServerRow, line int) error {
 		if seen[s.ConfigID] {
 			return fmt.Errorf("%s:%d: config %s appears twice", LoadServerFile, line, s.ConfigID)
 		}
@@ -184,12 +176,8 @@ func (r *Reader) LoadServer() ([]LoadServerRow, error) {
 		rows = append(rows, s)
 		return nil
 	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, err
 	}
-	r.note(n)
 	return rows, nil
 }

@@ -17,6 +17,5 @@ func acquireLock(dir string) (*os.File, error) {
 
 // lockHeld assumes that a folder whose manifest says running is still running.
 func lockHeld(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, lockFile))
-	return err == nil
+	return hasFile(dir, lockFile)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -70,6 +71,27 @@ func scanAll[T any](dir, name string, newScanner func(io.Reader, string) *Scanne
 		return fmt.Sprintf("%s:%d: skipped a torn last line (the writer stopped mid-write)", name, torn.Line), nil
 	}
 	return "", s.Err()
+}
+
+// scanOptional runs scanAll over r's file name, a table the folder may lack: a missing file
+// is no error and scans no row. A note on a torn last line is kept.
+func scanOptional[T any](r *Reader, name string, newScanner func(io.Reader, string) *Scanner[T],
+	fn func(rec T, line int) error) error {
+	n, err := scanAll(r.dir, name, newScanner, r.tolerant(), fn)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.note(n)
+	return nil
+}
+
+// hasFile reports whether the folder dir holds the file name.
+func hasFile(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name))
+	return err == nil
 }
 
 func (r *Reader) note(n string) {
@@ -253,7 +275,7 @@ func ReadAll(dir string) (*Contents, error) {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	var load []LoadRow
-	if _, err := os.Stat(filepath.Join(dir, LoadFile)); err == nil {
+	if hasFile(dir, LoadFile) {
 		if load, err = r.StoredLoad(); err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}

@@ -150,42 +150,63 @@ func filterFile[T any](dir, name string, header []string, newScanner func(io.Rea
 	if header != nil && bytes.IndexByte(data, '\n') < 0 {
 		return writeAtomic(dir, name, encodeCSV(header))
 	}
-	var out bytes.Buffer
-	var prev int64 = -1 // start of the previous kept-or-not row, to cut rows by offsets
-	var prevKeep bool
-	flush := func(end int64) {
-		if prev >= 0 && prevKeep {
-			out.Write(data[prev:end])
-		}
-	}
-	s := newScanner(bytes.NewReader(data), name)
-	first := true
-	for s.Scan() {
-		if first {
-			out.Write(data[:s.Offset()]) // the header (none for JSON Lines)
-			first = false
-		}
-		flush(s.Offset())
-		prev, prevKeep = s.Offset(), keep(s.Record())
-	}
-	end := int64(len(data))
+	head, rows, err := splitRows(data, name, newScanner, keep)
 	var torn *TornLineError
-	switch err := s.Err(); {
-	case errors.As(err, &torn):
-		end = torn.Offset
-	case err != nil:
+	if err != nil && !errors.As(err, &torn) {
 		return err
 	}
-	if first {
-		if header == nil {
-			out.Reset()
-		} else if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			out.Write(data[:i+1])
+	// A CSV file without a whole row keeps its header line.
+	if len(rows) == 0 && header != nil {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			head = data[:i+1]
 		}
 	}
-	flush(end)
+	var out bytes.Buffer
+	out.Write(head)
+	for _, r := range rows {
+		if r.picked {
+			out.Write(r.raw)
+		}
+	}
 	if bytes.Equal(out.Bytes(), data) {
 		return nil
 	}
 	return writeAtomic(dir, name, out.Bytes())
+}
+
+// rowSpan is one row of a file, byte for byte as it stands there with its line end, and
+// whether the caller's predicate picked it.
+type rowSpan struct {
+	raw    []byte
+	picked bool
+}
+
+// splitRows scans data, the contents of the file name, so that its rows can be rewritten byte
+// for byte. It returns the bytes before the first row (the header; none for JSON Lines, nil
+// when no row was read) and the rows, each with pick's answer; pick is asked in file order as
+// each row is read. A torn last line is no row: the error is then a *TornLineError, returned
+// with the rows before it.
+func splitRows[T any](data []byte, name string, newScanner func(io.Reader, string) *Scanner[T], pick func(T) bool) (head []byte, rows []rowSpan, err error) {
+	s := newScanner(bytes.NewReader(data), name)
+	prev, picked := int64(-1), false // the previous row's start and pick's answer for it
+	for s.Scan() {
+		if prev < 0 {
+			head = data[:s.Offset()]
+		} else {
+			rows = append(rows, rowSpan{data[prev:s.Offset()], picked})
+		}
+		prev, picked = s.Offset(), pick(s.Record())
+	}
+	end := int64(len(data))
+	var torn *TornLineError
+	switch err = s.Err(); {
+	case errors.As(err, &torn):
+		end = torn.Offset
+	case err != nil:
+		return nil, nil, err
+	}
+	if prev >= 0 {
+		rows = append(rows, rowSpan{data[prev:end], picked})
+	}
+	return head, rows, err
 }

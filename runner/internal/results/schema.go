@@ -47,10 +47,7 @@ func (r *Reader) Schema() []FileSchema { return folderSchema(r.dir, r.man.Config
 // package names only files that exist. Where the folder has load_server.csv, it follows
 // load.csv, and load.csv has its columns too.
 func folderSchema(dir string, configs []experiment.Config) []FileSchema {
-	return schemaOf(ConfigRows(configs), func(file string) bool {
-		_, err := os.Stat(filepath.Join(dir, file))
-		return err == nil
-	})
+	return schemaOf(ConfigRows(configs), func(file string) bool { return hasFile(dir, file) })
 }
 
 // schemaOf describes the files of folderTables for a folder whose configs are configs and

@@ -3,7 +3,6 @@ package results
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -66,16 +65,10 @@ func (f *Folder) AppendTelemetry(samples []record.GPUSample) error {
 	return f.write(f.telemetry, TelemetryFile, encodeCSV(rows...))
 }
 
-// hasTelemetry reports whether the folder dir holds telemetry.csv.
-func hasTelemetry(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, TelemetryFile))
-	return err == nil
-}
-
 // repairTelemetry drops a torn last line of telemetry.csv, where the folder has the file, so
 // that a resumed run appends whole rows.
 func (f *Folder) repairTelemetry() error {
-	if !hasTelemetry(f.dir) {
+	if !hasFile(f.dir, TelemetryFile) {
 		return nil
 	}
 	return filterFile(f.dir, TelemetryFile, TelemetryCSV.header(), TelemetryCSV.NewScanner, func(record.GPUSample) bool { return true })
@@ -85,16 +78,12 @@ func (f *Folder) repairTelemetry() error {
 // samples.
 func (r *Reader) Telemetry() ([]record.GPUSample, error) {
 	var rows []record.GPUSample
-	n, err := scanAll(r.dir, TelemetryFile, TelemetryCSV.NewScanner, r.tolerant(), func(s record.GPUSample, _ int) error {
+	err := scanOptional(r, TelemetryFile, TelemetryCSV.NewScanner, func(s record.GPUSample, _ int) error {
 		rows = append(rows, s)
 		return nil
 	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, err
 	}
-	r.note(n)
 	return rows, nil
 }

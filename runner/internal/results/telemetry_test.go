@@ -41,7 +41,7 @@ func TestTelemetryFile(t *testing.T) {
 	f, _ := writeFolder(t, t.TempDir())
 	dir := f.Dir()
 	// writeFolder closed it; a folder without samples has no telemetry.csv and no resource.
-	if hasTelemetry(dir) {
+	if hasFile(dir, TelemetryFile) {
 		t.Fatal("a folder without GPU samples has telemetry.csv")
 	}
 	files, err := ReadSchema(dir)
