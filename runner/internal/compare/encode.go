@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -36,6 +37,20 @@ var (
 	_ Encoder = (*CSVEncoder)(nil)
 	_ Encoder = (*JSONEncoder)(nil)
 )
+
+// oneSided yields "old" with the configs only the old folder has, then "new" with those only
+// the new folder has, each only where there is one: the text and markdown encoders list them
+// alike.
+func oneSided(r *Report) iter.Seq2[string, []ConfigRef] {
+	return func(yield func(string, []ConfigRef) bool) {
+		if len(r.OnlyOld) > 0 && !yield("old", r.OnlyOld) {
+			return
+		}
+		if len(r.OnlyNew) > 0 {
+			yield("new", r.OnlyNew)
+		}
+	}
+}
 
 // num formats a median or interval bound for people: three decimals for durations, the
 // shortest exact form for counts; "-" when missing.

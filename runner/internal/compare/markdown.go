@@ -111,15 +111,9 @@ func mdRows(w io.Writer, r *Report) {
 
 // mdOneSided lists the configs of each folder that the other lacks.
 func mdOneSided(w io.Writer, r *Report) {
-	for _, side := range []struct {
-		name string
-		refs []ConfigRef
-	}{{"old", r.OnlyOld}, {"new", r.OnlyNew}} {
-		if len(side.refs) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\n**Configs only in the %s folder** (not compared):\n\n", side.name)
-		for _, c := range side.refs {
+	for name, refs := range oneSided(r) {
+		fmt.Fprintf(w, "\n**Configs only in the %s folder** (not compared):\n\n", name)
+		for _, c := range refs {
 			fmt.Fprintf(w, "- %s (%s)\n", mdEscape.Replace(c.Label), mdCode(c.ID))
 		}
 	}

@@ -112,16 +112,10 @@ func (e *TextEncoder) writeRows(w io.Writer, r *Report) {
 
 // writeOneSided lists the configs of each folder that the other lacks.
 func writeOneSided(w io.Writer, r *Report) {
-	for _, side := range []struct {
-		name string
-		refs []ConfigRef
-	}{{"old", r.OnlyOld}, {"new", r.OnlyNew}} {
-		if len(side.refs) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\nConfigs only in the %s folder (not compared):\n", side.name)
+	for name, refs := range oneSided(r) {
+		fmt.Fprintf(w, "\nConfigs only in the %s folder (not compared):\n", name)
 		var ls [][]string
-		for _, c := range side.refs {
+		for _, c := range refs {
 			ls = append(ls, []string{c.Label, c.ID})
 		}
 		writeIndented(w, ls)
