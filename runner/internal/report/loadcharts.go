@@ -271,29 +271,14 @@ func latencyLoadChart(runs []*run, m record.LoadMode) (*figure, string) {
 		leg := &chart.Legend{}
 		legended := map[string]bool{}
 		for _, cv := range curves {
-			p := left
-			if cv.panel == 1 {
-				p = right
-			}
-			ln, pts := curveLine(cv)
-			p.Add(ln, pts)
-			if thin := thinPoints(cv); thin != nil {
-				p.Add(thin)
-			}
-			key := cv.series + cv.r.suffix()
-			if !legended[key] {
-				legended[key] = true
-				l, g := seriesThumb(cv)
-				leg.Add(key, l, g)
-			}
+			plotCurve(left, right, cv)
+			addSeriesKey(leg, legended, cv)
 		}
 		for _, stat := range []string{"p50", "p99"} {
 			l, g := seriesThumb(curve{stat: stat, color: -1})
 			leg.Add(stat, l, g)
 		}
-		if anyThin(curves) {
-			leg.Add("p99, few requests", chart.MarkerThumb{Shape: chart.Cross, Color: color.Gray{Y: 0x30}, Radius: 3})
-		}
+		addThinKey(leg, curves)
 		twoPanels(dc, leg, left, right)
 	}
 	return c, ""
@@ -328,17 +313,9 @@ func kneeChart(runs []*run) (*figure, string) {
 		leg := &chart.Legend{}
 		legended := map[string]bool{}
 		for _, cv := range curves {
-			p := left
-			if cv.panel == 1 {
-				p = right
-			}
 			// Both panels show one statistic each, so both draw it solid.
 			cv.stat = "p50"
-			ln, pts := curveLine(cv)
-			p.Add(ln, pts)
-			if thin := thinPoints(cv); thin != nil {
-				p.Add(thin)
-			}
+			p := plotCurve(left, right, cv)
 			labels := &chart.Labels{Offset: chart.Point{X: 4, Y: -3},
 				Style: chart.TextStyle{Size: chart.TickLabelSize, Color: color.Gray{Y: 0x30}}}
 			for _, pt := range cv.pts {
@@ -346,16 +323,9 @@ func kneeChart(runs []*run) (*figure, string) {
 				labels.Texts = append(labels.Texts, pt.label)
 			}
 			p.Add(labels)
-			key := cv.series + cv.r.suffix()
-			if !legended[key] {
-				legended[key] = true
-				l, g := seriesThumb(cv)
-				leg.Add(key, l, g)
-			}
+			addSeriesKey(leg, legended, cv)
 		}
-		if anyThin(curves) {
-			leg.Add("p99, few requests", chart.MarkerThumb{Shape: chart.Cross, Color: color.Gray{Y: 0x30}, Radius: 3})
-		}
+		addThinKey(leg, curves)
 		// Room for the labels of the last points.
 		left.X.Max *= 1.08
 		right.X.Max *= 1.08
@@ -455,4 +425,38 @@ func sortedKeys(m map[float64]bool) []float64 {
 func twoPanels(dc chart.Canvas, leg *chart.Legend, left, right *chart.Plot) {
 	area := placeLegend(dc, leg)
 	chart.DrawGrid(dc, [][]*chart.Plot{{left, right}}, area, chart.Grid{PadX: 18, PadLeft: 2, PadRight: 2})
+}
+
+// plotCurve draws cv in its panel of a two-panel chart, left or right, with a cross at each
+// thin p99, and returns that panel.
+func plotCurve(left, right *chart.Plot, cv curve) *chart.Plot {
+	p := left
+	if cv.panel == 1 {
+		p = right
+	}
+	ln, pts := curveLine(cv)
+	p.Add(ln, pts)
+	if thin := thinPoints(cv); thin != nil {
+		p.Add(thin)
+	}
+	return p
+}
+
+// addSeriesKey adds cv's series (and folder) to the legend the first time it is met: a series
+// draws several curves, one a panel and statistic, but has one key. legended holds the keys
+// already added.
+func addSeriesKey(leg *chart.Legend, legended map[string]bool, cv curve) {
+	key := cv.series + cv.r.suffix()
+	if !legended[key] {
+		legended[key] = true
+		l, g := seriesThumb(cv)
+		leg.Add(key, l, g)
+	}
+}
+
+// addThinKey adds the key of the cross that marks a thin p99, where some curve has one.
+func addThinKey(leg *chart.Legend, curves []curve) {
+	if anyThin(curves) {
+		leg.Add("p99, few requests", chart.MarkerThumb{Shape: chart.Cross, Color: color.Gray{Y: 0x30}, Radius: 3})
+	}
 }
