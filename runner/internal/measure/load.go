@@ -250,13 +250,23 @@ func (lr *loadRun) closed() {
 		if lr.ctx.Err() != nil {
 			return
 		}
-		spec, err := lr.prepare(lr.ctx, i)
-		if err != nil {
-			lr.out <- LoadResult{Index: i, Err: err}
+		spec, ok := lr.prepared(i)
+		if !ok {
 			continue
 		}
 		lr.send(i, spec, lr.c.now().Sub(lr.start), -1)
 	}
+}
+
+// prepared returns request i's spec. When its preparation fails, the failure is request i's
+// result, sent to the collector here, and ok is false: the loop goes on with the next request.
+func (lr *loadRun) prepared(i int) (spec Spec, ok bool) {
+	spec, err := lr.prepare(lr.ctx, i)
+	if err != nil {
+		lr.out <- LoadResult{Index: i, Err: err}
+		return Spec{}, false
+	}
+	return spec, true
 }
 
 // open is the dispatcher of an open loop: it waits for each arrival, then for a slot when the
@@ -277,9 +287,8 @@ func (lr *loadRun) open() {
 		if lr.ctx.Err() != nil {
 			return
 		}
-		spec, err := lr.prepare(lr.ctx, i)
-		if err != nil {
-			lr.out <- LoadResult{Index: i, Err: err}
+		spec, ok := lr.prepared(i)
+		if !ok {
 			continue
 		}
 		if !lr.waitUntil(timer, at) {
