@@ -27,21 +27,32 @@ func newTail(n int) *tail { return &tail{ring: make([]string, n)} }
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := len(p)
-	for len(p) > 0 {
+	rest := cutLines(&t.partial, p, func(line []byte) { t.add(string(line)) })
+	// Only the first maxLineLen bytes of a line are kept: clipLine cuts the rest anyway.
+	if len(t.partial) < maxLineLen {
+		t.partial = append(t.partial, rest...)
+	}
+	return len(p), nil
+}
+
+// cutLines hands line each line that p completes, without its newline: the first one joined to
+// the unfinished line *partial holds, which is then emptied. It returns the bytes after p's last
+// newline, the start of the next line, for the caller to keep in *partial as it sees fit.
+func cutLines(partial *[]byte, p []byte, line func([]byte)) (rest []byte) {
+	for {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if len(t.partial) < maxLineLen {
-				t.partial = append(t.partial, p...)
-			}
-			break
+			return p
 		}
-		t.partial = append(t.partial, p[:i]...)
-		t.add(string(t.partial))
-		t.partial = t.partial[:0]
+		if len(*partial) > 0 {
+			*partial = append(*partial, p[:i]...)
+			line(*partial)
+			*partial = (*partial)[:0]
+		} else {
+			line(p[:i])
+		}
 		p = p[i+1:]
 	}
-	return n, nil
 }
 
 func (t *tail) add(line string) {

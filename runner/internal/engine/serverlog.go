@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -45,27 +44,13 @@ func (l *serverLog) sibling() *serverLog {
 func (l *serverLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			l.partial = append(l.partial, p...)
-			if len(l.partial) > maxPartial {
-				l.emit(l.partial)
-				l.partial = l.partial[:0]
-			}
-			break
-		}
-		if len(l.partial) > 0 {
-			l.partial = append(l.partial, p[:i]...)
-			l.emit(l.partial)
-			l.partial = l.partial[:0]
-		} else {
-			l.emit(p[:i])
-		}
-		p = p[i+1:]
+	rest := cutLines(&l.partial, p, l.emit)
+	l.partial = append(l.partial, rest...)
+	if len(l.partial) > maxPartial {
+		l.emit(l.partial)
+		l.partial = l.partial[:0]
 	}
-	return n, nil
+	return len(p), nil
 }
 
 // emit handles one complete line; l.mu is held.
