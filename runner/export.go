@@ -176,7 +176,7 @@ func exportExperiment(files []string, synopsis string) (sched.Experiment, error)
 	if len(files) != 1 {
 		return sched.Experiment{}, usageError("want exactly one experiment file, got %d (usage: %s)", len(files), synopsis)
 	}
-	exp, cfgs, err := loadExperiment(files[0])
+	exp, cfgs, err := readExperiment(files[0])
 	if err != nil {
 		return sched.Experiment{}, err
 	}

@@ -60,9 +60,9 @@ func flagsAndFiles(fs *flag.FlagSet, args []string) (files []string, helped bool
 	}
 }
 
-// loadExperiment loads, checks and expands an experiment file. It fails with exit status 2:
+// readExperiment reads, checks and expands an experiment file. It fails with exit status 2:
 // with the file's located problems, or with what kept it from being read.
-func loadExperiment(file string) (*experiment.Experiment, []experiment.Config, error) {
+func readExperiment(file string) (*experiment.Experiment, []experiment.Config, error) {
 	e, err := experiment.ReadFile(file)
 	var cfgs []experiment.Config
 	if err == nil {

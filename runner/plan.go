@@ -47,7 +47,7 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return usageError("%w", err)
 	}
-	e, cfgs, err := loadExperiment(files[0])
+	e, cfgs, err := readExperiment(files[0])
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if helped || err != nil {
 		return err
 	}
-	exp, cfgs, err := loadExperiment(file)
+	exp, cfgs, err := readExperiment(file)
 	if err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func parseSimArgs(fs *flag.FlagSet, args []string, model *string) (helped bool, 
 func (f *simFlags) apply(cfg *sim.Config) error {
 	pattern, err := sim.ParsePattern(f.perEvent)
 	if err != nil {
-		return usageError("%w", err) // it names the tokens per event it rejects
+		return usageError("--tokens-per-event: %w", err)
 	}
 	faults, err := sim.ParseFaults(f.faults)
 	if err != nil {

@@ -30,7 +30,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var problems errorLines
 	for _, f := range files {
-		e, cfgs, err := loadExperiment(f)
+		e, cfgs, err := readExperiment(f)
 		if err != nil {
 			problems = append(problems, err)
 			continue

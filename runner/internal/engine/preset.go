@@ -148,8 +148,9 @@ func (h *Hook) Run(ctx context.Context, argv ...string) error {
 	return nil
 }
 
-// Get sends GET path to the server and returns the body of a 2xx answer. A body over
-// openai.MaxJSONBody is an error naming that limit; a redirect is not followed.
+// Get sends GET path to the server and returns the body of a 2xx answer. A body over the
+// client's limit for the path (openai.MaxMetricsBody for /metrics, openai.MaxJSONBody for any
+// other) is an error naming that limit; a redirect is not followed.
 func (h *Hook) Get(ctx context.Context, path string) ([]byte, error) {
 	return h.call(ctx, http.MethodGet, path, nil)
 }

@@ -38,7 +38,7 @@ func (e *HTTPError) Redirect() bool { return e.Status >= 300 && e.Status < 400 }
 
 // Error names the request and the status, where a redirect points, and the start of the body.
 func (e *HTTPError) Error() string {
-	s := fmt.Sprintf("openai: %s %s: %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	s := fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
 	if e.Redirect() {
 		return s + ", a redirect to " + RedirectTarget(e.Location) + ", which the runner does not follow"
 	}
@@ -145,7 +145,7 @@ const (
 )
 
 // CallError is a failed Call: the request, how far it got, and the error there. Its text is
-// the runner's for a side endpoint ("openai: GET /v1/models: ..."); a caller that words its
+// the runner's for a side endpoint ("GET /v1/models: ..."); a caller that words its
 // errors otherwise (the engine package, which names the engine) takes the parts.
 type CallError struct {
 	Method, Path string
@@ -159,9 +159,9 @@ func (e *CallError) Error() string {
 	case StageStatus:
 		return e.Err.Error()
 	case StageRead:
-		return fmt.Sprintf("openai: %s %s: reading the response: %v", e.Method, e.Path, e.Err)
+		return fmt.Sprintf("%s %s: reading the response: %v", e.Method, e.Path, e.Err)
 	}
-	return fmt.Sprintf("openai: %s %s: %v", e.Method, e.Path, e.Err)
+	return fmt.Sprintf("%s %s: %v", e.Method, e.Path, e.Err)
 }
 
 // Unwrap returns the error of the failed stage.

@@ -207,7 +207,10 @@ func ParsePattern(s string) ([]int, error) {
 	for _, part := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(part))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("tokens per event %q: %q is not a positive integer", s, part)
+			if part == s {
+				return nil, fmt.Errorf("%q is not a positive integer", s)
+			}
+			return nil, fmt.Errorf("%q: %q is not a positive integer", s, part)
 		}
 		out = append(out, n)
 	}
