@@ -208,6 +208,7 @@ func funcName(fd *ast.FuncDecl) string {
 var parts = map[string][]string{
 	"face":        {"runner"},
 	"orchestrate": {"orchestrate"},
+	"doctor":      {"doctor"},
 	"plan":        {"plan", "sched"},
 	"readers":     {"summary", "compare", "decompose", "report", "export", "chart", "parquet"},
 	"engine":      {"engine", "engine/enginetest"},
@@ -241,6 +242,8 @@ var never = []struct{ from, to, why string }{
 	{"readers", "engine", "reading a folder never boots anything"},
 	{"readers", "wire", "reading a folder never speaks to a server"},
 	{"orchestrate", "readers", "a run does not read reports"},
+	{"doctor", "readers", "checking a server reads no result folder"},
+	{"doctor", "fixtures", "test fixtures never ship"},
 	{"experiment", "engine", "the experiment format does not know how servers boot"},
 	{"experiment", "results", "the experiment format knows no folder"},
 	{"plan", "engine", "planning boots nothing"},

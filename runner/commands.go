@@ -69,6 +69,7 @@ func commands() []command {
 		{"run", "run an experiment file (the default: runner FILE)", cmdRun},
 		{"validate", "check experiment files against the schema and the semantic rules", cmdValidate},
 		{"plan", "show the configs an experiment expands to, without running it", cmdPlan},
+		{"doctor", "check that this install of the experiment's engines behaves as the runner relies on", cmdDoctor},
 		{"summary", "summarise a result folder", cmdSummary},
 		{"diff", "compare two result folders and gate CI on regressions", cmdDiff},
 		{"report", "write an HTML report with charts for one or two result folders", cmdReport},

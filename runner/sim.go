@@ -51,7 +51,8 @@ Ground truth: with --stamp, or the request header "X-Sim-Stamp: 1", every stream
 Faults, for every request (--fault) or one (header "X-Sim-Fault: SPEC"); SPEC is a comma list of
   crash[@i] hang[@i] abort[@i] truncate[@i] error[@i] error-eof[@i] malformed[@i]
   status=CODE refuse=OPTION ignore=OPTION
-where i is the index of the streamed data event the fault replaces (default 1). --boot-delay
+and, for the whole server (--fault only), reset-noop hide-metric=NAME freeze-metric=NAME
+no-route=PATH tokenize-prompt-only; where i is the index of the streamed data event the fault replaces (default 1). --boot-delay
 keeps the port closed while "loading"; --boot-fail bf16|kv-cache|oom (or --gpu "Tesla T4"
 with --dtype bfloat16) exits 1 after vLLM-like error lines.
 

@@ -42,7 +42,31 @@ const (
 	// does when it declines a reset while blocks are still in use. A server-wide fault: it
 	// acts only from the configured faults (--faults), not from a request's X-Sim-Fault.
 	FaultResetNoop FaultKind = "reset-noop"
+	// FaultHideMetric leaves the metric family Arg (e.g. vllm:request_queue_time_seconds) out
+	// of GET /metrics, as an engine version that does not serve it would. Server-wide.
+	FaultHideMetric FaultKind = "hide-metric"
+	// FaultFreezeMetric keeps the histogram Arg on /metrics but never observes into it, so
+	// that it does not move by one per request, as a histogram that an engine stopped
+	// updating would. Server-wide.
+	FaultFreezeMetric FaultKind = "freeze-metric"
+	// FaultNoRoute answers 404 on the path Arg (e.g. /tokenize, /version), as a server
+	// without that endpoint would. Server-wide.
+	FaultNoRoute FaultKind = "no-route"
+	// FaultTokenizePromptOnly makes POST /tokenize refuse messages with 400 and count prompts
+	// only, as SGLang's does. Server-wide.
+	FaultTokenizePromptOnly FaultKind = "tokenize-prompt-only"
 )
+
+// faultArgs returns the arguments of every configured fault of kind k.
+func faultArgs(fs []Fault, k FaultKind) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range fs {
+		if f.Kind == k {
+			out[f.Arg] = true
+		}
+	}
+	return out
+}
 
 // Fault is one injected fault.
 type Fault struct {
@@ -120,7 +144,7 @@ func (f Fault) validate() error {
 		if err != nil || n < 400 || n > 599 {
 			return fmt.Errorf("fault status=%s: want an HTTP error status 400-599", f.Arg)
 		}
-	case FaultResetNoop:
+	case FaultResetNoop, FaultTokenizePromptOnly:
 		if f.Arg != "" {
 			return fmt.Errorf("fault %s takes no =argument", f.Kind)
 		}
@@ -128,8 +152,16 @@ func (f Fault) validate() error {
 		if f.Arg == "" {
 			return fmt.Errorf("fault %s needs an option name, e.g. %s=return_token_ids", f.Kind, f.Kind)
 		}
+	case FaultHideMetric, FaultFreezeMetric:
+		if f.Arg == "" {
+			return fmt.Errorf("fault %s needs a metric name, e.g. %s=vllm:time_to_first_token_seconds", f.Kind, f.Kind)
+		}
+	case FaultNoRoute:
+		if !strings.HasPrefix(f.Arg, "/") {
+			return fmt.Errorf("fault %s needs a path, e.g. %s=/tokenize", f.Kind, f.Kind)
+		}
 	default:
-		return fmt.Errorf("unknown fault %q (want crash, hang, abort, truncate, error, error-eof, malformed, status=CODE, refuse=OPTION, ignore=OPTION, reset-noop)", f.Kind)
+		return fmt.Errorf("unknown fault %q (want crash, hang, abort, truncate, error, error-eof, malformed, status=CODE, refuse=OPTION, ignore=OPTION, reset-noop, hide-metric=NAME, freeze-metric=NAME, no-route=PATH, tokenize-prompt-only)", f.Kind)
 	}
 	return nil
 }

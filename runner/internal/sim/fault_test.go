@@ -288,3 +288,44 @@ func TestFaultStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestServerFaults checks the server-wide faults that take an endpoint or a metric away: a
+// hidden metric family is gone from /metrics whole, a frozen histogram stays on it but counts
+// no request, a removed route answers 404, and a prompt-only /tokenize refuses messages.
+func TestServerFaults(t *testing.T) {
+	faults, err := ParseFaults("hide-metric=vllm:request_queue_time_seconds,hide-metric=vllm:prompt_tokens_total," +
+		"freeze-metric=vllm:time_to_first_token_seconds,no-route=/version,tokenize-prompt-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := startServer(t, func(c *Config) { c.Faults = faults })
+	if _, _, err := post(t, ts, "/v1/completions", streamBody, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, page := get(t, ts, "/metrics")
+	for _, gone := range []string{"vllm:request_queue_time_seconds", "vllm:prompt_tokens_total"} {
+		if strings.Contains(string(page), gone) {
+			t.Errorf("/metrics still serves %s", gone)
+		}
+	}
+	if !strings.Contains(string(page), "vllm:e2e_request_latency_seconds_count{engine=\"0\",model_name=\"sim/golden\"} 1.0\n") {
+		t.Errorf("/metrics lost the e2e histogram or did not count the request")
+	}
+	if !strings.Contains(string(page), "vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"sim/golden\"} 0.0\n") {
+		t.Errorf("the frozen TTFT histogram moved or is gone")
+	}
+	if resp, _ := get(t, ts, "/version"); resp.StatusCode != 404 {
+		t.Errorf("/version: %d, want 404", resp.StatusCode)
+	}
+	if resp, _, _ := post(t, ts, "/tokenize", `{"messages":[{"role":"user","content":"hi"}]}`, nil); resp.StatusCode != 400 {
+		t.Errorf("/tokenize with messages: %d, want 400", resp.StatusCode)
+	}
+	if resp, _, _ := post(t, ts, "/tokenize", `{"prompt":"hi"}`, nil); resp.StatusCode != 200 {
+		t.Errorf("/tokenize with a prompt: %d, want 200", resp.StatusCode)
+	}
+	for _, bad := range []string{"hide-metric", "freeze-metric", "no-route=tokenize", "tokenize-prompt-only=x"} {
+		if _, err := ParseFaults(bad); err == nil {
+			t.Errorf("ParseFaults(%q): no error", bad)
+		}
+	}
+}

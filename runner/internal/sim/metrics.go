@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -28,6 +29,7 @@ type histogram struct {
 	counts     []uint64 // per bucket, not cumulative; the last one is +Inf
 	sum        float64
 	count      uint64
+	frozen     bool // never observes: the freeze-metric fault
 }
 
 func newHistogram(name, help string, bounds []float64) *histogram {
@@ -35,6 +37,9 @@ func newHistogram(name, help string, bounds []float64) *histogram {
 }
 
 func (h *histogram) observe(v float64) {
+	if h.frozen {
+		return
+	}
 	i := sort.SearchFloat64s(h.bounds, v) // first bound >= v: Prometheus buckets are le
 	h.counts[i]++
 	h.sum += v
@@ -170,6 +175,44 @@ func (m *metrics) write(w io.Writer, model string, g gauges) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// freeze stops the named histograms from observing anything, for the freeze-metric fault.
+func (m *metrics) freeze(names map[string]bool) {
+	for _, h := range []*histogram{m.ttft, m.itl, m.tpot, m.tpotOld, m.e2e, m.queue, m.inference, m.prefill, m.decode} {
+		h.frozen = names[h.name]
+	}
+}
+
+// hideMetrics returns the Prometheus text page without the families named in hidden: their
+// HELP and TYPE lines and every sample of them (a histogram's _bucket, _sum and _count, a
+// counter's _total), for the hide-metric fault.
+func hideMetrics(page []byte, hidden map[string]bool) []byte {
+	if len(hidden) == 0 {
+		return page
+	}
+	var out bytes.Buffer
+	for _, line := range bytes.SplitAfter(page, []byte("\n")) {
+		name := string(line)
+		if rest, ok := strings.CutPrefix(name, "# "); ok {
+			f := strings.Fields(rest)
+			name = ""
+			if len(f) > 1 {
+				name = f[1]
+			}
+		} else if i := strings.IndexAny(name, "{ "); i >= 0 {
+			name = name[:i]
+		}
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(name, suffix); ok && hidden[base] {
+				name = base
+			}
+		}
+		if !hidden[name] {
+			out.Write(line)
+		}
+	}
+	return out.Bytes()
 }
 
 // escapeLabel escapes a Prometheus label value.

@@ -57,6 +57,7 @@ func New(cfg Config) (*Server, error) {
 		closed: make(chan struct{}),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x1d5)),
 	}
+	s.met.freeze(faultArgs(cfg.Faults, FaultFreezeMetric))
 	if cfg.PrefixCaching {
 		s.cache = newPrefixCache(cfg.BlockSize, cfg.CacheBlocks)
 	}
@@ -124,6 +125,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // route returns the method and handler of path, or a nil handler for an unknown path.
 func (s *Server) route(path string) (string, func(http.ResponseWriter, *http.Request)) {
+	if faultArgs(s.cfg.Faults, FaultNoRoute)[path] {
+		return "", nil
+	}
 	switch path {
 	case "/health", "/ping":
 		return http.MethodGet, s.handleHealth
@@ -233,7 +237,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	w.Write(b.Bytes())
+	w.Write(hideMetrics(b.Bytes(), faultArgs(s.cfg.Faults, FaultHideMetric)))
 }
 
 // tokenizeRequest is the body of POST /tokenize: a prompt, or chat messages.
@@ -255,7 +259,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case req.Prompt != nil && req.Messages == nil:
 		ids = s.tok.encode(*req.Prompt, boolOr(req.AddSpecialTokens, true))
-	case req.Messages != nil && req.Prompt == nil:
+	case req.Messages != nil && req.Prompt == nil && s.tokenizesMessages():
 		text, err := chatPrompt(req.Messages, boolOr(req.AddGenerationPrompt, true))
 		if err != nil {
 			s.writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
@@ -276,6 +280,12 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		Tokens      []int    `json:"tokens"`
 		TokenStrs   []string `json:"token_strs"`
 	}{len(ids), s.cfg.MaxModelLen, ids, strs})
+}
+
+// tokenizesMessages reports whether /tokenize counts chat messages: not under the
+// tokenize-prompt-only fault, where it answers 400 as SGLang's does.
+func (s *Server) tokenizesMessages() bool {
+	return !slices.ContainsFunc(s.cfg.Faults, func(f Fault) bool { return f.Kind == FaultTokenizePromptOnly })
 }
 
 func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {

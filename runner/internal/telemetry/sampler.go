@@ -47,8 +47,9 @@ type Options struct {
 // is a sampler of a machine without GPUs: it has no samples and nothing to warn about. Its
 // methods are safe for concurrent use.
 type Sampler struct {
-	o      Options
-	maxAge time.Duration
+	o       Options
+	maxAge  time.Duration
+	reasons string // the name the throttle reasons were asked by; "" when the probe failed
 
 	mu       sync.Mutex
 	samples  []record.GPUSample
@@ -106,6 +107,7 @@ func Start(ctx context.Context, o Options) *Sampler {
 	case gpus == 0:
 		return nil
 	}
+	s.reasons = field
 	args := []string{"--query-gpu=" + Query(field), "--format=csv,noheader,nounits", "-lms", fmt.Sprint(o.Interval.Milliseconds())}
 	s.cmd = &exec.Cmd{Path: path, Args: append([]string{path}, args...), Stderr: &s.stderr}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: max(o.ProcessGroup, 0), Pdeathsig: syscall.SIGKILL}
@@ -239,6 +241,16 @@ func (s *Sampler) Stop() {
 			<-s.done
 		}
 	})
+}
+
+// ReasonsField returns the name nvidia-smi answered for the active throttle reasons,
+// EventReasonsField or ThrottleReasonsField (drivers before 535), and "" when it answered
+// neither or on a nil Sampler: then no sample is taken.
+func (s *Sampler) ReasonsField() string {
+	if s == nil {
+		return ""
+	}
+	return s.reasons
 }
 
 // Done returns a channel closed once the sampler's process is gone.
