@@ -105,6 +105,9 @@ func Run(ctx context.Context, e *experiment.Experiment, cfgs []experiment.Config
 		}
 		r.Servers = append(r.Servers, s)
 	}
+	if !o.NoTelemetry {
+		r.Machine = checkTelemetry(ctx, o)
+	}
 	return r, ctx.Err()
 }
 
@@ -166,6 +169,9 @@ func checkServer(ctx context.Context, g group, o Options) Server {
 	out.Checks = append(out.Checks, Check{Name: "readiness", Result: OK,
 		Detail: "ready at " + srv.BaseURL() + " after " + time.Since(start).Round(time.Millisecond).String()})
 	p := newProbe(srv, g)
-	out.Checks = append(out.Checks, p.version())
+	out.Checks = append(out.Checks, p.version(), p.maxModelLen(ctx))
+	out.Checks = append(out.Checks, p.tokenize(ctx)...)
+	out.Checks = append(out.Checks, p.stream(ctx)...)
+	out.Checks = append(out.Checks, p.cacheReset(ctx))
 	return out
 }

@@ -253,6 +253,18 @@ func (s *Sampler) ReasonsField() string {
 	return s.reasons
 }
 
+// BadLines returns how many lines of nvidia-smi's output were not samples (a timestamp or a
+// value that does not parse, a field count that does not match), and the first of them with
+// why; 0 and "" on a nil Sampler.
+func (s *Sampler) BadLines() (n int, first string) {
+	if s == nil {
+		return 0, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bad, s.firstBad
+}
+
 // Done returns a channel closed once the sampler's process is gone.
 func (s *Sampler) Done() <-chan struct{} {
 	if s == nil {
