@@ -171,7 +171,12 @@ func checkServer(ctx context.Context, g group, o Options) Server {
 	p := newProbe(srv, g)
 	out.Checks = append(out.Checks, p.version(), p.maxModelLen(ctx))
 	out.Checks = append(out.Checks, p.tokenize(ctx)...)
-	out.Checks = append(out.Checks, p.stream(ctx)...)
+	streams := p.stream(ctx)
+	out.Checks = append(out.Checks, streams...)
+	if streams[0].Result != OK {
+		out.Checks = append(out.Checks, Check{Name: "cache reset", Result: Skipped, Detail: "no request streams to prove it with"})
+		return out
+	}
 	out.Checks = append(out.Checks, p.cacheReset(ctx))
 	return out
 }

@@ -70,6 +70,9 @@ func (p *probe) stream(ctx context.Context) []Check {
 	}
 	out := []Check{streamed(rec)}
 	if rec.Status != record.StatusOK {
+		for _, name := range []string{"continuous_usage_stats", "return_token_ids", "metric names", "ttft histogram"} {
+			out = append(out, Check{Name: name, Result: Skipped, Detail: "no request streams to check it with"})
+		}
 		return out
 	}
 	out = append(out, streamOptions(rec, client.Options())...)
