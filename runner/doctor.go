@@ -24,7 +24,7 @@ their timestamps parse and match the clock, and which name the throttle reasons 
 
 It prints one table: each check, its result (ok, missing, failed, unverified, skipped), what was
 found, and what the runner will do without it. --format json writes the same as one JSON
-object; --json FILE writes that object to FILE as well as the table to stdout.
+object; --json FILE writes that object to FILE as well, whatever stdout gets.
 
 Exit status: 0 when everything the experiment needs is there (optional things may be missing:
 their rows say what the run loses), 1 when something it needs is missing (a server that does

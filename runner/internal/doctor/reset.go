@@ -35,7 +35,10 @@ func (p *probe) cacheReset(ctx context.Context) Check {
 	mechanism := p.srv.CacheResetMechanism()
 	hitsName, why := p.hitsCounter(ctx)
 	if hitsName == "" {
-		c.Result, c.Detail = Unverified, mechanism+" answers, but "+why
+		if err := p.srv.ResetCache(ctx); err != nil {
+			return p.resetFailed(c, err, need)
+		}
+		c.Result, c.Detail = Unverified, "the reset ("+mechanism+") answers, but "+why
 		c.Without = "a request that hits the cache after a reset is not flagged (cache_hit_after_reset)"
 		return c
 	}
