@@ -123,6 +123,10 @@ func parseRunFlags(args []string, stderr io.Writer) (fl runFlags, file string, h
 	if len(files) != 1 {
 		return fl, "", false, usageError("want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
 	}
+	if fl.root == "" {
+		// An unset variable (--results "$OUT") would otherwise write into the current folder.
+		return fl, "", false, usageError("--results is empty: want the folder that result folders are created in (default %q)", "results")
+	}
 	if fl.stopGrace < 0 {
 		return fl, "", false, usageError("--stop-grace %s: want a duration of zero or more (0 means %s)", fl.stopGrace, engine.DefaultStopGrace)
 	}

@@ -692,3 +692,18 @@ func TestRunUsage(t *testing.T) {
 		t.Errorf("--dry-run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestRunEmptyResults checks that an empty --results is refused as bad usage: an unset variable in a
+// script (--results "$OUT") would otherwise write the result folder into the current folder.
+func TestRunEmptyResults(t *testing.T) {
+	exp := writeExperiment(t, t.TempDir(), "ok", simExperiment("empty-results", `"--seed", "1"`, 1))
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	stdout, stderr, code := runCmd(t, exp, "--results", "")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "--results") {
+		t.Errorf("--results '': exit %d, stdout %q, stderr %q; want exit 2 and an error naming --results", code, stdout, stderr)
+	}
+	if entries, err := os.ReadDir(cwd); err != nil || len(entries) != 0 {
+		t.Errorf("--results '' wrote into the current folder: %v %v", entries, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // Progress reports a run's progress on a writer, normally stderr: it is a Subscriber to the
@@ -161,9 +162,11 @@ func (p *Progress) note(format string, args ...any) {
 	p.printf(format, args...)
 }
 
-// printf prints a message above the status line. The caller holds mu.
+// printf prints a message above the status line. The caller holds mu. The message's control
+// characters are escaped (tabular.VisibleLines): it carries text from servers (log lines,
+// errors, the model's name), and an escape sequence there would clear or recolour the terminal.
 func (p *Progress) printf(format string, args ...any) {
-	msg := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
+	msg := tabular.VisibleLines(strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
 	if p.terminal && p.status != "" {
 		fmt.Fprintf(p.w, "\r\x1b[2K%s\n%s", msg, p.status)
 		return
@@ -185,6 +188,8 @@ func (p *Progress) request(c experiment.Config, rec record.Request) {
 	} else {
 		result = fmt.Sprintf("ttft %s, tpot %s/token, %s tokens", ms(rec.TTFT), ms(rec.TPOTToken), count(rec.OutputTokens))
 	}
+	// One line, whatever the label and the server's error text hold.
+	what, result = tabular.Visible(what), tabular.Visible(result)
 	if !p.terminal {
 		fmt.Fprintf(p.w, "[%d/%d] %s: %s\n", p.done, p.total, what, result)
 		return

@@ -120,7 +120,7 @@ func wordSpans(a string) [][2]int {
 		}
 	}
 	var out [][2]int
-	if i := strings.Index(strings.ToLower(a), "bearer "); i >= 0 {
+	if i := indexFoldASCII(a, "bearer "); i >= 0 {
 		start := i + len("bearer ")
 		for start < len(a) && a[start] == ' ' {
 			start++
@@ -140,6 +140,32 @@ func wordSpans(a string) [][2]int {
 		}
 	}
 	return append(out, urlSpans(a)...)
+}
+
+// indexFoldASCII returns the byte offset in s of the first match of lower, a lower-case ASCII
+// word, ignoring the case of ASCII letters only, or -1. It searches the original bytes because an
+// offset found in strings.ToLower(s) may not be an offset in s: folding changes the length of
+// invalid bytes (each becomes a three-byte U+FFFD) and of some letters (Ⱥ grows by a byte, the
+// Kelvin sign shrinks by two), so a cut made there would leak part of a secret and break UTF-8.
+func indexFoldASCII(s, lower string) int {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for j < len(lower) && asciiLower(s[i+j]) == lower[j] {
+			j++
+		}
+		if j == len(lower) {
+			return i
+		}
+	}
+	return -1
+}
+
+// asciiLower returns c in lower case when it is an ASCII capital, else c unchanged.
+func asciiLower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // querySpans returns where the values of secret parameters are in the query that starts at
@@ -248,8 +274,31 @@ func Args(argv []string) []string {
 			continue
 		}
 		out[i] = redactWord(a)
+		if strings.ContainsAny(a, " \t\n") {
+			// A whole command line in one argument (sh -c "srv --api-key X") has its flags'
+			// values hidden where they stand too, as ArgSecrets finds them: the Replacer below
+			// would keep a short one, or a number, which is still the flag's secret.
+			out[i] = fieldsArgs(out[i])
+		}
 	}
 	return New(ArgSecrets(argv)...).Strings(out)
+}
+
+// fieldsArgs returns line with its whitespace-separated words redacted as Args redacts a
+// command line, keeping the whitespace between them.
+func fieldsArgs(line string) string {
+	words := strings.Fields(line)
+	red := Args(words)
+	var b strings.Builder
+	rest := line
+	for i, w := range words {
+		j := strings.Index(rest, w)
+		b.WriteString(rest[:j])
+		b.WriteString(red[i])
+		rest = rest[j+len(w):]
+	}
+	b.WriteString(rest)
+	return b.String()
 }
 
 // Env returns a copy of an environment whose secret values are replaced by Marker: the whole
@@ -275,19 +324,7 @@ func Value(name, v string) string {
 	if IsSecretName(name) && v != "" {
 		return Marker
 	}
-	words := strings.Fields(v)
-	red := Args(words)
-	// Put the redacted words back where the words stood, keeping the spaces between them.
-	var b strings.Builder
-	rest := v
-	for i, w := range words {
-		j := strings.Index(rest, w)
-		b.WriteString(rest[:j])
-		b.WriteString(red[i])
-		rest = rest[j+len(w):]
-	}
-	b.WriteString(rest)
-	return b.String()
+	return fieldsArgs(v)
 }
 
 // byLength returns the distinct non-empty values of ss, longest first, so that a secret that

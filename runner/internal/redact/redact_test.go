@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestIsSecretName(t *testing.T) {
@@ -175,6 +176,9 @@ func TestTree(t *testing.T) {
 	}
 }
 
+// FuzzArgs checks Args on any command line (its words joined by NUL): it keeps the number of
+// words, keeps valid UTF-8 valid, hides every secret of a word at its own place, and hides every
+// secret long enough for a Replacer wherever it appears.
 func FuzzArgs(f *testing.F) {
 	f.Add("--api-key\x00sk-1\x00--port\x008000")
 	f.Add("-H\x00Authorization: Bearer sk-2\x00http://u:p@h/?token=t&x=1")
@@ -185,10 +189,24 @@ func FuzzArgs(f *testing.F) {
 		if len(out) != len(argv) {
 			t.Fatalf("Args returned %d words for %d", len(out), len(argv))
 		}
+		// A secret made of the marker's letters may reappear across it; others may not.
+		markerFree := func(sec string) bool { return !strings.ContainsAny(sec, Marker) }
+		for i, a := range argv {
+			if utf8.ValidString(a) && !utf8.ValidString(out[i]) {
+				t.Errorf("Args(%q) word %d = %q is not valid UTF-8", argv, i, out[i])
+			}
+			// Each secret found in a word (a whole command line in one word included) is replaced
+			// at its own place, however short, so the word keeps fewer copies of it.
+			for _, sec := range ArgSecrets([]string{a}) {
+				if markerFree(sec) && strings.Count(out[i], sec) >= strings.Count(a, sec) {
+					t.Errorf("Args(%q) word %d = %q keeps the secret %q where it stood", argv, i, out[i], sec)
+				}
+			}
+		}
 		joined := strings.Join(out, "\x00")
 		for _, sec := range ArgSecrets(argv) {
-			// A secret made of the marker's letters may reappear across it; others may not.
-			if len(sec) >= minReplace && !strings.ContainsAny(sec, "REDACT") && strings.Contains(joined, sec) {
+			// A Replacer keeps no secret shorter than four bytes and no boolean or number.
+			if !New(sec).Empty() && markerFree(sec) && strings.Contains(joined, sec) {
 				t.Errorf("Args(%q) = %q keeps the secret %q", argv, out, sec)
 			}
 		}
@@ -207,6 +225,9 @@ func TestNearMisses(t *testing.T) {
 		{[]string{"--ssl-key-file", "/etc/ssl/k.pem"}, []string{"--ssl-key-file", "/etc/ssl/k.pem"}},
 		{[]string{"bash", "-c", "vllm serve m --api-key sk-abcdef123 --port {port}"}, []string{"bash", "-c", "vllm serve m --api-key " + R + " --port {port}"}},
 		{[]string{"sh", "-c", "exec srv --api-key=sk-abcdef123"}, []string{"sh", "-c", "exec srv --api-key=" + R}},
+		// A short key or a number is too common to hide elsewhere, but is hidden at its place.
+		{[]string{"sh", "-c", "srv --api-key abc --port 1"}, []string{"sh", "-c", "srv --api-key " + R + " --port 1"}},
+		{[]string{"sh", "-c", "srv  --token\t8000 -H 'Authorization: Bearer 1234'"}, []string{"sh", "-c", "srv  --token\t" + R + " -H 'Authorization: Bearer " + R}},
 	}
 	for _, tt := range tests {
 		if got := Args(tt.in); !reflect.DeepEqual(got, tt.want) {
@@ -235,5 +256,31 @@ func TestNearMisses(t *testing.T) {
 	}
 	if b.String() != "got 401 for "+R+"\n" {
 		t.Errorf("Writer wrote %q", b.String())
+	}
+}
+
+// TestArgsUnicode covers text whose bytes change length when case-folded: invalid UTF-8 (each
+// bad byte folds to a three-byte U+FFFD), letters whose lower case is longer (Ⱥ, two bytes, to
+// ⱥ, three) or shorter (the Kelvin sign, three bytes, to k, one). An offset found in folded text
+// and applied to the original would cut the wrong bytes, leak part of the secret and break the
+// UTF-8 around it.
+func TestArgsUnicode(t *testing.T) {
+	const R = Marker
+	tests := []struct{ in, want string }{
+		{"A0aaaaAAaaaa\xda\xda\xda: BeArer 0000", "A0aaaaAAaaaa\xda\xda\xda: BeArer " + R},
+		{"ȺȺȺ: Bearer SECRETXYZ123", "ȺȺȺ: Bearer " + R},
+		{"\u212a\u212a\u212a: Bearer SECRETXYZ123", "\u212a\u212a\u212a: Bearer " + R},
+		{"\u212a\u212a\u212a bearer sk-abcdefgh tail", "\u212a\u212a\u212a bearer " + R + " tail"},
+		{"Ⱥ: Bearer éévalue", "Ⱥ: Bearer " + R},
+		{"ⱥⱥⱥ BEARER tok9 ȺȺ", "ⱥⱥⱥ BEARER " + R + " ȺȺ"},
+	}
+	for _, tt := range tests {
+		got := Args([]string{tt.in})
+		if len(got) != 1 || got[0] != tt.want {
+			t.Errorf("Args(%q) = %q, want %q", tt.in, got, []string{tt.want})
+		}
+		if utf8.ValidString(tt.in) && !utf8.ValidString(got[0]) {
+			t.Errorf("Args(%q) = %q is not valid UTF-8", tt.in, got[0])
+		}
 	}
 }

@@ -237,7 +237,8 @@ func (f *Folder) Manifest() Manifest {
 // its error text in errors.jsonl, and last its row in requests.csv, each with one write
 // that goes straight to the operating system. The request row comes last so that a request
 // whose row is present is complete; Resume drops the rest of one that is not. A config id the
-// folder does not know, or a (config id, seq) it already has, is refused.
+// folder does not know, or a (config id, seq) it already has, is refused. The run's secrets
+// (see HideSecrets) are hidden in its generated text and its error text.
 func (f *Folder) Append(rec record.Request) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -255,6 +256,8 @@ func (f *Folder) Append(rec record.Request) error {
 		return fmt.Errorf("append %s: negative seq", id)
 	}
 
+	// A server may echo a key in its text as well as in its errors: both are hidden alike.
+	rec.OutputText = f.red.String(rec.OutputText)
 	lines, err := requestLines(&rec, f.red.String(rec.Error))
 	if err != nil {
 		return fmt.Errorf("append %s: %w", id, err)

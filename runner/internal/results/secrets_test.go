@@ -218,3 +218,44 @@ func TestMarkInterruptedFreezes(t *testing.T) {
 	}
 	f.abandon()
 }
+
+// TestOutputsHideSecrets checks that a server which echoes the bearer key in its generated text
+// leaves no key in outputs.jsonl, as errors.jsonl holds none when it echoes one in an error:
+// both are hidden by the folder's one Replacer.
+func TestOutputsHideSecrets(t *testing.T) {
+	t.Setenv("RESULTS_TEST_KEY", "sk-env-key-0123456789")
+	exp, err := experiment.Parse("experiments/secrets.yaml", []byte(strings.Replace(secretExperiment, "repetitions: 1", "repetitions: 2", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := exp.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs[0].Server.APIKeyEnv = "RESULTS_TEST_KEY"
+	f, err := Create(t.TempDir(), exp, configs, testRunInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.HideSecrets(configs)
+	ok := fakeRequest(configs[0], 0)
+	ok.OutputText = "Authorization: Bearer sk-env-key-0123456789, and --api-key sk-args-0123456789"
+	bad := failedRequest(configs[0], 1)
+	bad.Error = "401: bad key sk-env-key-0123456789"
+	for _, r := range []record.Request{ok, bad} {
+		if err := f.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(StatusComplete); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecrets(t, f.Dir(), append(plantedSecrets, "sk-env-key-0123456789"))
+	b, err := os.ReadFile(filepath.Join(f.Dir(), OutputsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Authorization: Bearer REDACTED, and --api-key REDACTED"; !strings.Contains(string(b), want) {
+		t.Errorf("%s = %s, want the text with the keys hidden: %q", OutputsFile, b, want)
+	}
+}

@@ -224,9 +224,11 @@ func (e *TextEncoder) Wide(wide bool) *TextEncoder {
 	return e
 }
 
-// Encode writes s.
+// Encode writes s. Text from a server or the folder (labels, error texts, warnings) is written
+// with its control characters escaped (tabular.Visible): an escape sequence in an error body
+// would otherwise clear or recolour the terminal.
 func (e *TextEncoder) Encode(s *Report) error {
-	w := tabular.NewErrWriter(e.w)
+	w := tabular.NewErrWriter(tabular.VisibleWriter(e.w))
 	fmt.Fprintln(w, tabular.Wrap(s.headline(), tabular.Width, "", "  "))
 	live, dead := s.split()
 	if len(live) > 0 {
@@ -241,9 +243,11 @@ func (e *TextEncoder) Encode(s *Report) error {
 		fmt.Fprintln(w)
 		width := 0
 		for _, d := range dead {
-			width = max(width, len([]rune(d[0])))
+			width = max(width, len([]rune(tabular.Visible(d[0]))))
 		}
 		for _, d := range dead {
+			// Escaped before it is laid out, so that the escapes count in the width.
+			d = [2]string{tabular.Visible(d[0]), tabular.Visible(d[1])}
 			if e.wide {
 				fmt.Fprintf(w, "  %s%s  %s\n", d[0], strings.Repeat(" ", width-len([]rune(d[0]))), d[1])
 			} else {
@@ -262,7 +266,8 @@ func (e *TextEncoder) Encode(s *Report) error {
 	if ws := runWarnings(live, len(dead)); len(ws) > 0 {
 		fmt.Fprintln(w, "\nwarnings:")
 		for _, x := range ws {
-			fmt.Fprintln(w, tabular.Wrap(fmt.Sprintf("%s: %s (%s)", x.Label, x.Text, strings.Join(x.Metrics, ", ")), tabular.Width, "  ", "    "))
+			line := tabular.Visible(fmt.Sprintf("%s: %s (%s)", x.Label, x.Text, strings.Join(x.Metrics, ", ")))
+			fmt.Fprintln(w, tabular.Wrap(line, tabular.Width, "  ", "    "))
 			if x.Advice != "" {
 				fmt.Fprintln(w, tabular.Wrap(x.Advice, tabular.Width, "    ", "    "))
 			}
@@ -386,11 +391,12 @@ type MarkdownEncoder struct{ w io.Writer }
 // NewMarkdownEncoder returns a MarkdownEncoder writing to w.
 func NewMarkdownEncoder(w io.Writer) *MarkdownEncoder { return &MarkdownEncoder{w: w} }
 
-// Encode writes s.
+// Encode writes s. Text from a server or the folder is escaped as runner diff escapes it
+// (tabular.Markdown): a label or an error text can hold neither raw HTML, nor a pipe that ends
+// its cell, nor a control character that reaches the terminal.
 func (e *MarkdownEncoder) Encode(s *Report) error {
-	w := tabular.NewErrWriter(e.w)
-	esc := strings.NewReplacer("|", `\|`, "\n", " ")
-	fmt.Fprintf(w, "**%s**\n", esc.Replace(s.headline()))
+	w := tabular.NewErrWriter(tabular.VisibleWriter(e.w))
+	fmt.Fprintf(w, "**%s**\n", tabular.Markdown(s.headline()))
 	live, dead := s.split()
 	if len(live) > 0 {
 		fmt.Fprintf(w, "\n| %s |\n", strings.Join(header, " | "))
@@ -403,14 +409,14 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 	for _, r := range live {
 		c := cells(r)
 		for i := range c {
-			c[i] = esc.Replace(c[i])
+			c[i] = tabular.Markdown(c[i])
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(c, " | "))
 	}
 	if len(dead) > 0 {
 		fmt.Fprintln(w)
 		for _, d := range dead {
-			fmt.Fprintf(w, "- **%s**: %s\n", esc.Replace(d[0]), esc.Replace(d[1]))
+			fmt.Fprintf(w, "- **%s**: %s\n", tabular.Markdown(d[0]), tabular.Markdown(d[1]))
 		}
 	}
 	if len(s.Load) > 0 {
@@ -424,7 +430,7 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 		for _, l := range s.Load {
 			c := loadCellsOf(l, server)
 			for i := range c {
-				c[i] = esc.Replace(c[i])
+				c[i] = tabular.Markdown(c[i])
 			}
 			fmt.Fprintf(w, "| %s |\n", strings.Join(c, " | "))
 		}
@@ -432,9 +438,9 @@ func (e *MarkdownEncoder) Encode(s *Report) error {
 	if ws := runWarnings(live, len(dead)); len(ws) > 0 {
 		fmt.Fprint(w, "\nWarnings:\n\n")
 		for _, x := range ws {
-			fmt.Fprintf(w, "- %s: %s (%s)", esc.Replace(x.Label), esc.Replace(x.Text), strings.Join(x.Metrics, ", "))
+			fmt.Fprintf(w, "- %s: %s (%s)", tabular.Markdown(x.Label), tabular.Markdown(x.Text), strings.Join(x.Metrics, ", "))
 			if x.Advice != "" {
-				fmt.Fprintf(w, ": %s", esc.Replace(x.Advice))
+				fmt.Fprintf(w, ": %s", tabular.Markdown(x.Advice))
 			}
 			fmt.Fprintln(w)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // Report is what `runner summary` shows of a folder.
@@ -89,12 +90,13 @@ func Read(dir string) (*Report, error) {
 }
 
 // serverNotes returns what went wrong beside the servers that is worth a note: a GPU sampler
-// that failed, exited or hung, whose requests then have empty GPU cells.
+// that failed, exited or hung, whose requests then have empty GPU cells. A note is printed as it
+// is, so the sampler's words have their control characters escaped (tabular.Visible).
 func serverNotes(servers []results.ServerInfo) []string {
 	var out []string
 	for _, s := range servers {
 		if s.TelemetryWarning != "" {
-			out = append(out, fmt.Sprintf("server %s: %s", s.ServerID, s.TelemetryWarning))
+			out = append(out, fmt.Sprintf("server %s: %s", s.ServerID, tabular.Visible(s.TelemetryWarning)))
 		}
 	}
 	return out

@@ -211,6 +211,9 @@ func TestServerNotes(t *testing.T) {
 		{[]results.ServerInfo{{ServerID: "s0"}}, nil},
 		{[]results.ServerInfo{{ServerID: "s0"}, {ServerID: "s1", TelemetryWarning: "GPU telemetry: nvidia-smi gave no sample for 3s (after 12 samples): it hangs"}},
 			[]string{"server s1: GPU telemetry: nvidia-smi gave no sample for 3s (after 12 samples): it hangs"}},
+		// The sampler's own words are printed with their control characters visible.
+		{[]results.ServerInfo{{ServerID: "s2", TelemetryWarning: "GPU telemetry: nvidia-smi: \x1b]0;pwned\x07"}},
+			[]string{`server s2: GPU telemetry: nvidia-smi: \x1b]0;pwned\x07`}},
 	}
 	for _, tc := range tests {
 		if got := serverNotes(tc.servers); strings.Join(got, "|") != strings.Join(tc.want, "|") {
@@ -276,6 +279,52 @@ func TestRunWarnings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := show(runWarnings(tt.rows, tt.dead)); got != tt.want {
 				t.Errorf("runWarnings:\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHostileText checks that text from a server or a folder reaches the terminal escaped: an
+// error text with escape sequences (clear the screen, set the window title, colour, a C1
+// control) is printed with them visible in every format, and a label with HTML and pipes is
+// escaped in markdown as runner diff escapes it.
+func TestHostileText(t *testing.T) {
+	const hostileErr = "http: 500: \x1b[2J\x1b]0;pwned\x07\x1b[31mred\u009b1m\rgone"
+	const hostileLabel = "<img src=x onerror=alert(1)> | b"
+	rep := testReport()
+	rep.Dead["b"] = "no successful request: " + hostileErr
+	for i := range rep.Rows {
+		if rep.Rows[i].ConfigID == "a" {
+			rep.Rows[i].Label = hostileLabel
+			rep.Rows[i].Warnings = []string{"server said \x1b[5m"}
+		}
+	}
+	for _, format := range []string{"text", "text-wide", "markdown"} {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := encoder(format, &buf).Encode(rep); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			if i := strings.IndexFunc(out, func(r rune) bool {
+				return r != '\n' && r != '\t' && (r < 0x20 || (r >= 0x7f && r <= 0x9f))
+			}); i >= 0 {
+				t.Errorf("a control character %q reaches the output:\n%q", out[i], out)
+			}
+			for _, want := range []string{`\x1b[2J\x1b]0;pwned\x07\x1b[31mred\u009b1m`, `server said \x1b[5m`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("lacks %q:\n%s", want, out)
+				}
+			}
+			if format == "markdown" {
+				for _, want := range []string{`| \<img src=x onerror=alert(1)\> \| b | ttft_ms |`, `- \<img src=x onerror=alert(1)\> \| b: server said`} {
+					if !strings.Contains(out, want) {
+						t.Errorf("lacks %q:\n%s", want, out)
+					}
+				}
+				if strings.Contains(strings.ReplaceAll(out, `\<`, ""), "<") {
+					t.Errorf("raw HTML in markdown:\n%s", out)
+				}
 			}
 		})
 	}
