@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/export"
+	"github.com/onelayerdown/runner/runner/internal/plan"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/sched"
 )
@@ -109,6 +110,9 @@ func cmdExportKubernetes(args []string, stdout, stderr io.Writer) error {
 	if helped || err != nil {
 		return err
 	}
+	if *shards > plan.MaxShards {
+		return usageError("--shards %d: %w", *shards, plan.CheckCount(*shards))
+	}
 	e, err := exportExperiment(files, synopsis)
 	if err != nil {
 		return err
@@ -151,6 +155,9 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
 		return err
+	}
+	if *shards > plan.MaxShards {
+		return usageError("--shards %d: %w", *shards, plan.CheckCount(*shards))
 	}
 	e, err := exportExperiment(files, synopsis)
 	if err != nil {

@@ -256,7 +256,7 @@ func selectShard(spec string, exp *experiment.Experiment, cfgs []experiment.Conf
 	if err != nil {
 		return nil, nil, usageError("%w", err)
 	}
-	mine := plan.Shards(cfgs, w.Count)[w.Index]
+	mine := plan.ShardConfigs(cfgs, w.Count, w.Index)
 	host, _ := os.Hostname()
 	shard := &results.Shard{Index: w.Index, Count: w.Count, Fingerprint: plan.Fingerprint(results.SHA256(exp.Source), w.Count),
 		Configs: make([]string, 0, len(mine)), Source: w.Source, Host: host}

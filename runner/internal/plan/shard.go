@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,8 +13,27 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
 
+// MaxShards is the most shards a plan may be split into. An experiment expands to at most
+// experiment.MaxConfigs configs, so to at most as many server configs, and a shard past the
+// server configs runs nothing: no useful split needs more. The bound keeps a typo such as
+// --shard 0/1000000000 a clear refusal, as experiment.MaxRequests does for repetitions.
+const MaxShards = experiment.MaxConfigs
+
+// CheckCount reports a shard count below 1 or above MaxShards; the caller names the flag or
+// variable that gave it.
+func CheckCount(n int) error {
+	if n < 1 {
+		return errors.New("the shard count must be at least 1")
+	}
+	if n > MaxShards {
+		return fmt.Errorf("the shard count %d is more than %d, the most a plan may be split into (an experiment has at most %d configs, so every shard past them would run nothing)", n, MaxShards, experiment.MaxConfigs)
+	}
+	return nil
+}
+
 // Shards splits an experiment's configs into n shards for n machines and returns, for each shard
-// 0..n-1, the configs it runs, in plan order. It returns nil when n is less than 1.
+// 0..n-1, the configs it runs, in plan order. It returns nil when n is less than 1 or more than
+// MaxShards. A caller that needs one shard calls ShardConfigs, whose cost does not grow with n.
 //
 // A server config (the configs sharing a ServerID, which share one boot) is never split. The
 // shards are balanced by planned requests, as experiment.Requests counts them (one first
@@ -26,41 +46,10 @@ import (
 // config's requests above the least busy shard. A shard gets no configs when there are more
 // shards than server configs.
 func Shards(configs []experiment.Config, n int) [][]experiment.Config {
-	if n < 1 {
+	if n < 1 || n > MaxShards {
 		return nil
 	}
-	type server struct {
-		id       string
-		first    int // plan position of its first config
-		requests int
-	}
-	var servers []server
-	index := map[string]int{}
-	for i, c := range configs {
-		s, ok := index[c.ServerID]
-		if !ok {
-			s = len(servers)
-			index[c.ServerID] = s
-			// The first request after the server's boot.
-			servers = append(servers, server{id: c.ServerID, first: i, requests: 1})
-		}
-		servers[s].requests = experiment.AddSat(servers[s].requests, experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0)))
-	}
-	order := slices.Clone(servers)
-	// A stable sort keeps plan order among server configs of equal size.
-	slices.SortStableFunc(order, func(a, b server) int { return cmp.Compare(b.requests, a.requests) })
-	load := make([]int, n)
-	shardOf := map[string]int{}
-	for _, s := range order {
-		lightest := 0
-		for i := 1; i < n; i++ {
-			if load[i] < load[lightest] {
-				lightest = i
-			}
-		}
-		shardOf[s.id] = lightest
-		load[lightest] = experiment.AddSat(load[lightest], s.requests)
-	}
+	shardOf, _ := assign(configs, n)
 	out := make([][]experiment.Config, n)
 	for i := range out {
 		out[i] = []experiment.Config{}
@@ -70,6 +59,63 @@ func Shards(configs []experiment.Config, n int) [][]experiment.Config {
 		out[i] = append(out[i], c)
 	}
 	return out
+}
+
+// ShardConfigs returns the configs of shard i of n, in plan order, as Shards assigns them: empty (not
+// nil) for a shard past the server configs, nil when i is not a shard of n. Its cost grows with
+// the configs, not with n, so any n is safe to ask about.
+func ShardConfigs(configs []experiment.Config, n, i int) []experiment.Config {
+	if n < 1 || i < 0 || i >= n {
+		return nil
+	}
+	shardOf, _ := assign(configs, n)
+	mine := []experiment.Config{}
+	for _, c := range configs {
+		if shardOf[c.ServerID] == i {
+			mine = append(mine, c)
+		}
+	}
+	return mine
+}
+
+// assign returns the shard of each server config of configs split n ways (by ServerID, see
+// Shards), and how many shards received one: min(n, server configs). Only those first shards
+// are ever chosen: every server config sends at least its first request, so while a shard is
+// empty it is the lightest, and the lowest empty shard is taken. Loads are kept for them alone,
+// so that the cost follows the configs, never n.
+func assign(configs []experiment.Config, n int) (map[string]int, int) {
+	type server struct {
+		id       string
+		requests int
+	}
+	var servers []server
+	index := map[string]int{}
+	for _, c := range configs {
+		s, ok := index[c.ServerID]
+		if !ok {
+			s = len(servers)
+			index[c.ServerID] = s
+			// The first request after the server's boot.
+			servers = append(servers, server{id: c.ServerID, requests: 1})
+		}
+		servers[s].requests = experiment.AddSat(servers[s].requests, experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0)))
+	}
+	// A stable sort keeps plan order among server configs of equal size.
+	slices.SortStableFunc(servers, func(a, b server) int { return cmp.Compare(b.requests, a.requests) })
+	used := min(n, len(servers))
+	load := make([]int, used)
+	shardOf := make(map[string]int, len(servers))
+	for _, s := range servers {
+		lightest := 0
+		for i := 1; i < used; i++ {
+			if load[i] < load[lightest] {
+				lightest = i
+			}
+		}
+		shardOf[s.id] = lightest
+		load[lightest] = experiment.AddSat(load[lightest], s.requests)
+	}
+	return shardOf, used
 }
 
 // Fingerprint identifies the plan that n shards of an experiment file split: the SHA-256 (hex)
@@ -88,20 +134,34 @@ type Shard struct {
 	Requests int      `json:"requests"`
 }
 
-// Split records in p the assignment of its configs, cfgs, to n shards (see Shards). n must be at
-// least 1.
-func (p *Plan) Split(cfgs []experiment.Config, n int) {
-	p.Shards = []Shard{}
-	for i, sc := range Shards(cfgs, n) {
-		s := Shard{Index: i, Servers: []string{}, Configs: []string{}, Requests: experiment.Requests(sc)}
+// Split records in p the assignment of its configs, cfgs, to n shards (see Shards). It refuses
+// a count CheckCount refuses. Only the shards that receive a server config hold lists: the
+// others are entries with no servers, no configs and no requests.
+func (p *Plan) Split(cfgs []experiment.Config, n int) error {
+	if err := CheckCount(n); err != nil {
+		return err
+	}
+	shardOf, used := assign(cfgs, n)
+	mine := make([][]experiment.Config, used)
+	for _, c := range cfgs {
+		i := shardOf[c.ServerID]
+		mine[i] = append(mine[i], c)
+	}
+	p.Shards = make([]Shard, n)
+	for i := range p.Shards {
+		p.Shards[i] = Shard{Index: i, Servers: []string{}, Configs: []string{}}
+	}
+	for i, sc := range mine {
+		s := &p.Shards[i]
+		s.Requests = experiment.Requests(sc)
 		for _, c := range sc {
 			if !slices.Contains(s.Servers, c.ServerID) {
 				s.Servers = append(s.Servers, c.ServerID)
 			}
 			s.Configs = append(s.Configs, c.ID)
 		}
-		p.Shards = append(p.Shards, s)
 	}
+	return nil
 }
 
 // shardOf maps the id of each config of a split plan to the index of its shard.
@@ -156,6 +216,9 @@ func ParseShard(spec string, getenv func(string) string) (Which, error) {
 		if err != nil || n < 1 {
 			return Which{}, fmt.Errorf("--shard %q: the shard count %q is not a whole number of at least 1", spec, count)
 		}
+		if err := CheckCount(n); err != nil {
+			return Which{}, fmt.Errorf("--shard %q: %w", spec, err)
+		}
 		w.Count = n
 	}
 	if idx != "auto" {
@@ -192,6 +255,9 @@ func ParseShard(spec string, getenv func(string) string) (Which, error) {
 		}
 		if n < 1 {
 			return Which{}, fmt.Errorf("--shard %s: %s=%d: the shard count must be at least 1", spec, name, n)
+		}
+		if err := CheckCount(n); err != nil {
+			return Which{}, fmt.Errorf("--shard %s: %s=%d: %w", spec, name, n, err)
 		}
 		if w.Count != 0 && n != w.Count {
 			return Which{}, fmt.Errorf("--shard %s: %s=%d says %d shards, the flag %d", spec, name, n, n, w.Count)

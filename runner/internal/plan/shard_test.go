@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -287,7 +288,9 @@ func TestSplitEncodings(t *testing.T) {
 	for i, c := range p.Configs {
 		cfgs[i] = experiment.Config{ID: c.ID, ServerID: c.ServerID, Index: c.Index, Warmup: c.Warmup, Repetitions: c.Repetitions}
 	}
-	p.Split(cfgs, 3)
+	if err := p.Split(cfgs, 3); err != nil {
+		t.Fatal(err)
+	}
 	if len(p.Shards) != 3 || len(p.Shards[2].Configs) != 0 || p.Shards[2].Requests != 0 {
 		t.Fatalf("shards %+v, want 3, the last empty", p.Shards)
 	}
@@ -449,5 +452,68 @@ func BenchmarkShards(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		Shards(cfgs, 64)
+	}
+}
+
+// allocated returns the bytes of heap that f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestShardsCostFollowsConfigs asks for a split of three server configs into a hundred million
+// shards: what it allocates must follow the configs, never the shard count (a machine was once
+// killed for memory planning that many), and a plan refuses a count above MaxShards.
+func TestShardsCostFollowsConfigs(t *testing.T) {
+	const huge = 100_000_000
+	cfgs := shape([][]int{{5, 5}, {3}, {2, 2, 2}}, nil)
+	const most = 1 << 20 // far above what three server configs need, far below a slot per shard
+	if n := allocated(func() { Shards(cfgs, huge) }); n > most {
+		t.Errorf("Shards(%d) allocated %d bytes", huge, n)
+	}
+	var got []experiment.Config
+	if n := allocated(func() { got = ShardConfigs(cfgs, huge, 1) }); n > most {
+		t.Errorf("ShardConfigs(%d, 1) allocated %d bytes", huge, n)
+	}
+	if want := Shards(cfgs, 3)[1]; !reflect.DeepEqual(ids([][]experiment.Config{got}), ids([][]experiment.Config{want})) {
+		t.Errorf("shard 1 of %d holds %v, want %v, as shard 1 of 3", huge, ids([][]experiment.Config{got}), ids([][]experiment.Config{want}))
+	}
+	if empty := ShardConfigs(cfgs, huge, huge-1); empty == nil || len(empty) != 0 {
+		t.Errorf("the last shard of %d = %v, want empty", huge, empty)
+	}
+	p := &Plan{}
+	var err error
+	if n := allocated(func() { err = p.Split(cfgs, huge) }); n > most {
+		t.Errorf("Split(%d) allocated %d bytes", huge, n)
+	}
+	if want := "the shard count 100000000 is more than 10000, the most a plan may be split into"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Split(%d) = %v, want an error holding %q", huge, err, want)
+	}
+	if err := CheckCount(MaxShards); err != nil {
+		t.Errorf("CheckCount(MaxShards) = %v", err)
+	}
+}
+
+// TestShardMatchesShards checks that the shard ShardConfigs returns is the one Shards assigns, for every
+// index of every count up to past the server configs.
+func TestShardMatchesShards(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for range 200 {
+		cfgs := randomShape(r, 10)
+		for n := 1; n <= 14; n++ {
+			all := Shards(cfgs, n)
+			for i := range n {
+				if got := ShardConfigs(cfgs, n, i); !reflect.DeepEqual(got, all[i]) {
+					t.Fatalf("ShardConfigs(n=%d, %d) = %v, want %v", n, i, ids([][]experiment.Config{got}), ids(all[i:i+1]))
+				}
+			}
+			if ShardConfigs(cfgs, n, n) != nil || ShardConfigs(cfgs, n, -1) != nil {
+				t.Fatalf("ShardConfigs(n=%d) of an index out of range is not nil", n)
+			}
+		}
 	}
 }
