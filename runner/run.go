@@ -48,7 +48,10 @@ flags; 130 when interrupted.`
 type runFlags struct {
 	root, resume, shard         string
 	dryRun, wide, quiet, record bool
-	stopGrace                   time.Duration
+	// sharded is whether --shard was given at all: an empty value is refused, not taken for
+	// a whole run.
+	sharded   bool
+	stopGrace time.Duration
 }
 
 // cmdRun runs an experiment file into a new result folder, or finishes an interrupted one, and
@@ -63,7 +66,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var shard *results.Shard
-	if fl.shard != "" {
+	if fl.sharded {
 		all := len(cfgs)
 		if shard, cfgs, err = selectShard(fl.shard, exp, cfgs); err != nil {
 			return err
@@ -123,6 +126,7 @@ func parseRunFlags(args []string, stderr io.Writer) (fl runFlags, file string, h
 	if len(files) != 1 {
 		return fl, "", false, usageError("want exactly one experiment file, got %d (usage: runner FILE [flags]; see runner run --help)", len(files))
 	}
+	fl.sharded = flagSet(fs, "shard")
 	if fl.stopGrace < 0 {
 		return fl, "", false, usageError("--stop-grace %s: want a duration of zero or more (0 means %s)", fl.stopGrace, engine.DefaultStopGrace)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,8 +26,13 @@ func CheckCount(n int) error {
 	if n < 1 {
 		return errors.New("the shard count must be at least 1")
 	}
+	return checkMost(n, strconv.Itoa(n))
+}
+
+// checkMost reports a shard count above MaxShards, naming it as from writes it.
+func checkMost(n int, from string) error {
 	if n > MaxShards {
-		return fmt.Errorf("the shard count %d is more than %d, the most a plan may be split into (an experiment has at most %d configs, so every shard past them would run nothing)", n, MaxShards, experiment.MaxConfigs)
+		return fmt.Errorf("the shard count %s is more than %d, the most a plan may be split into (an experiment has at most %d configs, so every shard past them would run nothing)", from, MaxShards, experiment.MaxConfigs)
 	}
 	return nil
 }
@@ -197,12 +203,20 @@ type Which struct {
 	Source string
 }
 
-// ParseShard reads the value of --shard: "I/N" (0 ≤ I < N), "auto/N", or "auto". With auto the
-// index comes from the environment, read through getenv: JOB_COMPLETION_INDEX (a Kubernetes
-// Indexed Job) or else SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN when that is set (a Slurm
-// job array). Plain auto takes the count from RUNNER_SHARDS or else SLURM_ARRAY_TASK_COUNT;
-// with auto/N, a count in the environment must agree with N. The error says what is wrong.
+// ParseShard reads the value of --shard: "I/N" (0 ≤ I < N ≤ MaxShards), "auto/N", or "auto".
+// With auto the index comes from the environment, read through getenv: JOB_COMPLETION_INDEX (a
+// Kubernetes Indexed Job) or else SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN when that is
+// set (a Slurm job array). Plain auto takes the count from RUNNER_SHARDS or else
+// SLURM_ARRAY_TASK_COUNT; with auto/N, a count in the environment must agree with N.
+//
+// Every number, from the flag or a variable, is read by readNumber: decimal digits alone, so
+// that a value is refused in the same words from either source. An empty value is refused: a
+// script that writes --shard "$IDX" with IDX unset would otherwise run the whole plan on every
+// machine. The error says what is wrong and where the value came from.
 func ParseShard(spec string, getenv func(string) string) (Which, error) {
+	if spec == "" {
+		return Which{}, errors.New(`--shard "" is empty: want I/N (shard I of N, from 0), auto/N or auto (is the variable meant to hold it unset?)`)
+	}
 	idx, count, ok := strings.Cut(spec, "/")
 	if spec == "auto" {
 		idx, count, ok = "auto", "", true
@@ -212,52 +226,39 @@ func ParseShard(spec string, getenv func(string) string) (Which, error) {
 	}
 	var w Which
 	if count != "" {
-		n, err := strconv.Atoi(count)
-		if err != nil || n < 1 {
-			return Which{}, fmt.Errorf("--shard %q: the shard count %q is not a whole number of at least 1", spec, count)
-		}
-		if err := CheckCount(n); err != nil {
+		n, err := readCount(count, strconv.Quote(count))
+		if err != nil {
 			return Which{}, fmt.Errorf("--shard %q: %w", spec, err)
 		}
 		w.Count = n
 	}
 	if idx != "auto" {
-		i, err := strconv.Atoi(idx)
+		i, err := readNumber(idx, "shard index", strconv.Quote(idx))
 		if err != nil {
-			return Which{}, fmt.Errorf("--shard %q: the shard index %q is not a whole number (or auto)", spec, idx)
+			return Which{}, fmt.Errorf("--shard %q: %w", spec, err)
 		}
-		if i < 0 || i >= w.Count {
-			return Which{}, fmt.Errorf("--shard %q: shard index %d is out of range: the shards of %d are numbered 0 to %d", spec, i, w.Count, w.Count-1)
+		if i >= w.Count {
+			return Which{}, fmt.Errorf("--shard %q: shard index %s is out of range: the shards of %d are numbered 0 to %d", spec, idx, w.Count, w.Count-1)
 		}
 		w.Index, w.Source = i, "flag"
 		return w, nil
 	}
+	return indexFromEnv(spec, w, getenv)
+}
 
-	env := func(name string) (int, bool, error) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return 0, false, nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, true, fmt.Errorf("--shard %s: %s=%q is not a whole number", spec, name, v)
-		}
-		return n, true, nil
-	}
+// indexFromEnv completes w, whose count the flag may have given, from the environment.
+func indexFromEnv(spec string, w Which, getenv func(string) string) (Which, error) {
+	// from names a variable and its value, as the errors show it.
+	from := func(name string) string { return name + "=" + strconv.Quote(getenv(name)) }
 	// The count first: the index is checked against it.
 	for _, name := range []string{EnvShards, EnvSlurmCount} {
-		n, set, err := env(name)
-		if err != nil {
-			return Which{}, err
-		}
-		if !set {
+		v := getenv(name)
+		if v == "" {
 			continue
 		}
-		if n < 1 {
-			return Which{}, fmt.Errorf("--shard %s: %s=%d: the shard count must be at least 1", spec, name, n)
-		}
-		if err := CheckCount(n); err != nil {
-			return Which{}, fmt.Errorf("--shard %s: %s=%d: %w", spec, name, n, err)
+		n, err := readCount(v, from(name))
+		if err != nil {
+			return Which{}, fmt.Errorf("--shard %s: %w", spec, err)
 		}
 		if w.Count != 0 && n != w.Count {
 			return Which{}, fmt.Errorf("--shard %s: %s=%d says %d shards, the flag %d", spec, name, n, n, w.Count)
@@ -268,32 +269,61 @@ func ParseShard(spec string, getenv func(string) string) (Which, error) {
 		return Which{}, fmt.Errorf("--shard auto: no shard count: set %s (for a Kubernetes Indexed Job), run in a Slurm job array (%s), or give it as --shard auto/N", EnvShards, EnvSlurmCount)
 	}
 
-	i, set, err := env(EnvJobIndex)
 	w.Source = EnvJobIndex
-	if err == nil && !set {
-		i, set, err = env(EnvSlurmIndex)
+	if getenv(EnvJobIndex) == "" {
 		w.Source = EnvSlurmIndex
-		if err == nil && set {
-			lo, _, merr := env(EnvSlurmMin)
-			i, err = i-lo, merr
-		}
 	}
-	if err != nil {
-		return Which{}, err
-	}
-	if !set {
+	v := getenv(w.Source)
+	if v == "" {
 		return Which{}, fmt.Errorf("--shard %s: no shard index in the environment: neither %s (a Kubernetes Indexed Job) nor %s (a Slurm job array) is set; give the index as --shard I/%d", spec, EnvJobIndex, EnvSlurmIndex, w.Count)
 	}
-	if i < 0 || i >= w.Count {
-		from := EnvJobIndex + "=" + getenv(EnvJobIndex)
-		if w.Source == EnvSlurmIndex {
-			from = EnvSlurmIndex + "=" + getenv(EnvSlurmIndex)
-			if m := getenv(EnvSlurmMin); m != "" {
-				from += " minus " + EnvSlurmMin + "=" + m
+	i, err := readNumber(v, "shard index", from(w.Source))
+	if err != nil {
+		return Which{}, fmt.Errorf("--shard %s: %w", spec, err)
+	}
+	where := w.Source + "=" + v
+	if w.Source == EnvSlurmIndex {
+		if m := getenv(EnvSlurmMin); m != "" {
+			lo, err := readNumber(m, "lowest task id of the array", from(EnvSlurmMin))
+			if err != nil {
+				return Which{}, fmt.Errorf("--shard %s: %w", spec, err)
 			}
+			i -= lo
+			where += " minus " + EnvSlurmMin + "=" + m
 		}
-		return Which{}, fmt.Errorf("--shard %s: shard index %d (%s) is out of range: the shards of %d are numbered 0 to %d", spec, i, from, w.Count, w.Count-1)
+	}
+	if i < 0 || i >= w.Count {
+		return Which{}, fmt.Errorf("--shard %s: shard index %d (%s) is out of range: the shards of %d are numbered 0 to %d", spec, i, where, w.Count, w.Count-1)
 	}
 	w.Index = i
 	return w, nil
+}
+
+// readNumber reads a shard index or count, what, as the flag or a variable gives it: decimal
+// digits alone, with no sign, space or leading zero (but "0"), so that "+1", "01" and " 1" are
+// refused alike from either source rather than read as 1 from one and refused by the other.
+// from names the value in the error: "01" for the flag, JOB_COMPLETION_INDEX="01" for a
+// variable. A number too long for an int saturates, to be refused as out of range.
+func readNumber(v, what, from string) (int, error) {
+	if v == "" || strings.Trim(v, "0123456789") != "" || len(v) > 1 && v[0] == '0' {
+		return 0, fmt.Errorf("the %s %s is not a whole number written in decimal digits alone (no sign, space or leading zero)", what, from)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		// Digits alone fail only by being too many.
+		n = math.MaxInt
+	}
+	return n, nil
+}
+
+// readCount reads a shard count with readNumber and checks it is between 1 and MaxShards.
+func readCount(v, from string) (int, error) {
+	n, err := readNumber(v, "shard count", from)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("the shard count %s is not a whole number of at least 1", from)
+	}
+	return n, checkMost(n, from)
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -381,10 +382,33 @@ func TestParseShard(t *testing.T) {
 		{spec: "2/3", want: Which{2, 3, "flag"}},
 		{spec: "2/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, want: Which{2, 3, "flag"}},
 		{spec: "3/3", err: `--shard "3/3": shard index 3 is out of range: the shards of 3 are numbered 0 to 2`},
-		{spec: "-1/3", err: "shard index -1 is out of range"},
+		{spec: "-1/3", err: `--shard "-1/3": the shard index "-1" is not a whole number written in decimal digits alone (no sign, space or leading zero)`},
+		{spec: "+1/3", err: `--shard "+1/3": the shard index "+1" is not a whole number written in decimal digits alone`},
+		{spec: "01/3", err: `the shard index "01" is not a whole number written in decimal digits alone`},
+		{spec: "1/03", err: `the shard count "03" is not a whole number written in decimal digits alone`},
+		{spec: " 1/3", err: `the shard index " 1" is not a whole number written in decimal digits alone`},
+		{spec: "1 /3", err: `the shard index "1 " is not a whole number written in decimal digits alone`},
+		{spec: "1/3 ", err: `the shard count "3 " is not a whole number written in decimal digits alone`},
+		{spec: "1/+3", err: `the shard count "+3" is not a whole number written in decimal digits alone`},
+		{spec: "0x1/3", err: `the shard index "0x1" is not a whole number`},
+		{spec: "1_0/30", err: `the shard index "1_0" is not a whole number`},
+		{spec: "１/3", err: `the shard index "１" is not a whole number`},
+		{spec: "0/10000", want: Which{0, 10000, "flag"}},
+		{spec: "0/10001", err: `--shard "0/10001": the shard count "10001" is more than 10000, the most a plan may be split into`},
+		{spec: "0/99999999999999999999999", err: `the shard count "99999999999999999999999" is more than 10000`},
+		{spec: "99999999999999999999999/3", err: `--shard "99999999999999999999999/3": shard index 99999999999999999999999 is out of range: the shards of 3 are numbered 0 to 2`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": " 1"}, err: `--shard auto/3: the shard index JOB_COMPLETION_INDEX=" 1" is not a whole number written in decimal digits alone (no sign, space or leading zero)`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "01"}, err: `the shard index JOB_COMPLETION_INDEX="01" is not a whole number written in decimal digits alone`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "+1"}, err: `the shard index JOB_COMPLETION_INDEX="+1" is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "1 "}, err: `the shard index JOB_COMPLETION_INDEX="1 " is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "-1"}, err: `the shard index SLURM_ARRAY_TASK_ID="-1" is not a whole number`},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": " 2"}, err: `--shard auto: the shard count RUNNER_SHARDS=" 2" is not a whole number written in decimal digits alone`},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "10001"}, err: `--shard auto: the shard count RUNNER_SHARDS="10001" is more than 10000, the most a plan may be split into`},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "02"}, err: `the shard count SLURM_ARRAY_TASK_COUNT="02" is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "+1"}, err: `the lowest task id of the array SLURM_ARRAY_TASK_MIN="+1" is not a whole number`},
 		{spec: "0/0", err: `--shard "0/0": the shard count "0" is not a whole number of at least 1`},
 		{spec: "x", err: `--shard "x": want I/N (shard I of N, from 0), auto/N or auto`},
-		{spec: "", err: "want I/N"},
+		{spec: "", err: `--shard "" is empty: want I/N (shard I of N, from 0), auto/N or auto`},
 		{spec: "1/", err: "want I/N"},
 		{spec: "/3", err: "want I/N"},
 		{spec: "a/3", err: `the shard index "a" is not a whole number`},
@@ -395,7 +419,7 @@ func TestParseShard(t *testing.T) {
 		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "SLURM_ARRAY_TASK_ID": "2"}, want: Which{0, 3, "JOB_COMPLETION_INDEX"}},
 		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "3", "RUNNER_SHARDS": "4"}, want: Which{3, 4, "JOB_COMPLETION_INDEX"}},
 		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "2"}, want: Which{1, 2, "SLURM_ARRAY_TASK_ID"}},
-		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": " 1 ", "SLURM_ARRAY_TASK_COUNT": "2"}, want: Which{1, 2, "SLURM_ARRAY_TASK_ID"}},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": " 1 ", "SLURM_ARRAY_TASK_COUNT": "2"}, err: `the shard index SLURM_ARRAY_TASK_ID=" 1 " is not a whole number`},
 		{spec: "auto/3", err: "--shard auto/3: no shard index in the environment: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_ARRAY_TASK_ID (a Slurm job array) is set; give the index as --shard I/3"},
 		{spec: "auto", env: map[string]string{"RUNNER_SHARDS": "3"}, err: "no shard index in the environment"},
 		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, err: "--shard auto: no shard count: set RUNNER_SHARDS"},
@@ -406,7 +430,7 @@ func TestParseShard(t *testing.T) {
 		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "x"}, err: `SLURM_ARRAY_TASK_MIN="x" is not a whole number`},
 		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "4"}, err: "RUNNER_SHARDS=4 says 4 shards, the flag 3"},
 		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "2"}, err: "SLURM_ARRAY_TASK_COUNT=2 says 2 shards, the flag 3"},
-		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "0"}, err: "RUNNER_SHARDS=0: the shard count must be at least 1"},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "0"}, err: `--shard auto: the shard count RUNNER_SHARDS="0" is not a whole number of at least 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec+fmt.Sprint(tt.env), func(t *testing.T) {
@@ -421,6 +445,31 @@ func TestParseShard(t *testing.T) {
 				t.Errorf("ParseShard(%q) = %+v, %v; want %+v", tt.spec, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseShardSourcesAgree checks that a number the flag refuses is refused from the
+// environment too, in the same words but for the source it names, and one the flag accepts is
+// accepted from the environment.
+func TestParseShardSourcesAgree(t *testing.T) {
+	for _, v := range []string{"1", "0", "2", " 1", "1 ", "01", "+1", "-1", "1.0", "1e0", "٣", "x", "00"} {
+		fromFlag, ferr := ParseShard(v+"/3", func(string) string { return "" })
+		fromEnv, eerr := ParseShard("auto/3", func(k string) string { return map[string]string{EnvJobIndex: v}[k] })
+		if (ferr == nil) != (eerr == nil) {
+			t.Errorf("index %q: from the flag %v, from %s %v", v, ferr, EnvJobIndex, eerr)
+			continue
+		}
+		if ferr == nil {
+			if fromFlag.Index != fromEnv.Index {
+				t.Errorf("index %q: %d from the flag, %d from %s", v, fromFlag.Index, fromEnv.Index, EnvJobIndex)
+			}
+			continue
+		}
+		fbody := strings.Replace(ferr.Error(), fmt.Sprintf("--shard %q: ", v+"/3"), "", 1)
+		ebody := strings.Replace(eerr.Error(), "--shard auto/3: ", "", 1)
+		if want := strings.Replace(fbody, strconv.Quote(v), EnvJobIndex+"="+strconv.Quote(v), 1); ebody != want {
+			t.Errorf("index %q: from the flag %q, from %s %q: want the same words", v, ferr, EnvJobIndex, eerr)
+		}
 	}
 }
 
