@@ -262,7 +262,7 @@ func TestShardScriptResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "results", "run")
-	script := shardScript(fake, "experiments/x.yaml", shellQuote(root)+"/shard-$SLURM_ARRAY_TASK_ID", "x")
+	script := shardScript(fake, "experiments/x.yaml", root, "SLURM_ARRAY_TASK_ID", "x")
 	run := func() string {
 		t.Helper()
 		cmd := exec.Command(sh, "-c", script)

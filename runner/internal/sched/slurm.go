@@ -45,6 +45,7 @@ func (s Slurm) Check() error {
 	s = s.withDefaults()
 	list := []error{checkShards(s.Shards), checkWord("--gres", s.Gres), checkWord("--name", s.Name),
 		checkPath("--runner", s.Runner), checkWord("--results", s.Results)}
+	list = append(list, checkCommon(s.Experiment, s.Command)...)
 	for _, f := range []struct{ flag, v string }{{"--partition", s.Partition}, {"--time", s.Time}, {"--account", s.Account}} {
 		if f.v != "" {
 			list = append(list, checkWord(f.flag, f.v))
@@ -101,7 +102,7 @@ func (s Slurm) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "#SBATCH --time=%s\n", s.Time)
 	}
 	fmt.Fprintf(&b, "#SBATCH --output=%s\n", path.Join(root, "slurm-%A_%a.out"))
-	b.WriteString(shardScript(s.Runner, s.Experiment.Path, shellQuote(root)+"/shard-$SLURM_ARRAY_TASK_ID", s.Experiment.Name))
+	b.WriteString(shardScript(s.Runner, s.Experiment.Path, root, "SLURM_ARRAY_TASK_ID", s.Experiment.Name))
 	b.WriteString("EOF\n)\narray=${array%%;*}\n\n")
 
 	// The merge: afterok on an array job waits for every task to succeed; a failed task
