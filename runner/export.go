@@ -146,7 +146,7 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export slurm", synopsis, exportSlurmDescription, stderr)
 	shards := fs.Int("shards", 0, "the number of shards, one array task each (required)")
 	partition := fs.String("partition", "", "the `partition` of both jobs (default: the cluster's)")
-	limit := fs.String("time", "", "the array tasks' time `limit`, in sbatch's form (default: the partition's)")
+	limit := fs.String("time", "", "the time `limit` of the array tasks and of the merge, in sbatch's form (default: the partition's for the tasks, "+sched.DefaultMergeTime+" for the merge)")
 	gres := fs.String("gres", sched.DefaultGres, "the generic resources of one array task")
 	account := fs.String("account", "", "the `account` both jobs are charged to (default: yours)")
 	runner := fs.String("runner", sched.DefaultRunner, "the runner executable on the compute nodes")
