@@ -106,29 +106,13 @@ func cmdExportKubernetes(args []string, stdout, stderr io.Writer) error {
 	mount := fs.String("results", sched.DefaultResultsMount, "where the claim is mounted in the pods")
 	name := fs.String("name", "", "the Job's name (default runner-EXPERIMENT)")
 	namespace := fs.String("namespace", "", "the namespace of every object (default: kubectl's)")
-	files, helped, err := flagsAndFiles(fs, args)
-	if helped || err != nil {
-		return err
-	}
-	if *shards > plan.MaxShards {
-		return usageError("--shards %d: %w", *shards, plan.CheckCount(*shards))
-	}
-	e, err := exportExperiment(files, synopsis)
-	if err != nil {
-		return err
-	}
-	k := sched.Kubernetes{
-		Experiment: e, Shards: *shards, Parallelism: *parallelism, Image: *image, GPUResource: *gpu,
-		NodeSelector: selector.labels, ResultsClaim: *claim, ResultsMount: *mount, Name: *name,
-		Namespace: *namespace, Command: append([]string{"runner", "export", "kubernetes"}, args...),
-	}
-	if err := k.Check(); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if note := sched.EmptyShards(e, *shards); note != "" {
-		warnf(stderr, "export kubernetes: %s", note)
-	}
-	return k.Write(stdout)
+	return exportSchedule(fs, args, synopsis, shards, func(e sched.Experiment) schedule {
+		return sched.Kubernetes{
+			Experiment: e, Shards: *shards, Parallelism: *parallelism, Image: *image, GPUResource: *gpu,
+			NodeSelector: selector.labels, ResultsClaim: *claim, ResultsMount: *mount, Name: *name,
+			Namespace: *namespace, Command: append([]string{"runner", "export", "kubernetes"}, args...),
+		}
+	}, stdout, stderr)
 }
 
 const exportSlurmDescription = `
@@ -152,6 +136,26 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 	runner := fs.String("runner", sched.DefaultRunner, "the runner executable on the compute nodes")
 	results := fs.String("results", sched.DefaultResults, "the folder the run is written under, on a filesystem every node mounts")
 	name := fs.String("name", "", "the jobs' name, also the run's folder under --results (default runner-EXPERIMENT)")
+	return exportSchedule(fs, args, synopsis, shards, func(e sched.Experiment) schedule {
+		return sched.Slurm{
+			Experiment: e, Shards: *shards, Partition: *partition, Time: *limit, Gres: *gres,
+			Account: *account, Runner: *runner, Results: *results, Name: *name,
+			Command: append([]string{"runner", "export", "slurm"}, args...),
+		}
+	}, stdout, stderr)
+}
+
+// schedule is what an export to a scheduler prints: a sched.Kubernetes or a sched.Slurm.
+type schedule interface {
+	Check() error
+	Write(io.Writer) error
+}
+
+// exportSchedule is the part every export to a scheduler shares: it parses fs from args, loads
+// the one experiment file, refuses a shard count above the plan's bound, builds the export with
+// build (called once the flags are parsed), refuses with exit status 2 what the scheduler
+// would, notes the shards that will run nothing, and prints the export.
+func exportSchedule(fs *flag.FlagSet, args []string, synopsis string, shards *int, build func(sched.Experiment) schedule, stdout, stderr io.Writer) error {
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
 		return err
@@ -163,16 +167,12 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := sched.Slurm{
-		Experiment: e, Shards: *shards, Partition: *partition, Time: *limit, Gres: *gres,
-		Account: *account, Runner: *runner, Results: *results, Name: *name,
-		Command: append([]string{"runner", "export", "slurm"}, args...),
-	}
+	s := build(e)
 	if err := s.Check(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if note := sched.EmptyShards(e, *shards); note != "" {
-		warnf(stderr, "export slurm: %s", note)
+		warnf(stderr, "%s: %s", fs.Name(), note)
 	}
 	return s.Write(stdout)
 }
