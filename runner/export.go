@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/export"
+	"github.com/onelayerdown/runner/runner/internal/plan"
 	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/sched"
 )
@@ -105,26 +106,13 @@ func cmdExportKubernetes(args []string, stdout, stderr io.Writer) error {
 	mount := fs.String("results", sched.DefaultResultsMount, "where the claim is mounted in the pods")
 	name := fs.String("name", "", "the Job's name (default runner-EXPERIMENT)")
 	namespace := fs.String("namespace", "", "the namespace of every object (default: kubectl's)")
-	files, helped, err := flagsAndFiles(fs, args)
-	if helped || err != nil {
-		return err
-	}
-	e, err := exportExperiment(files, synopsis)
-	if err != nil {
-		return err
-	}
-	k := sched.Kubernetes{
-		Experiment: e, Shards: *shards, Parallelism: *parallelism, Image: *image, GPUResource: *gpu,
-		NodeSelector: selector.labels, ResultsClaim: *claim, ResultsMount: *mount, Name: *name,
-		Namespace: *namespace, Command: append([]string{"runner", "export", "kubernetes"}, args...),
-	}
-	if err := k.Check(); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	if note := sched.EmptyShards(e, *shards); note != "" {
-		warnf(stderr, "export kubernetes: %s", note)
-	}
-	return k.Write(stdout)
+	return exportSchedule(fs, args, synopsis, shards, func(e sched.Experiment) schedule {
+		return sched.Kubernetes{
+			Experiment: e, Shards: *shards, Parallelism: *parallelism, Image: *image, GPUResource: *gpu,
+			NodeSelector: selector.labels, ResultsClaim: *claim, ResultsMount: *mount, Name: *name,
+			Namespace: *namespace, Command: append([]string{"runner", "export", "kubernetes"}, args...),
+		}
+	}, stdout, stderr)
 }
 
 const exportSlurmDescription = `
@@ -142,30 +130,49 @@ func cmdExportSlurm(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export slurm", synopsis, exportSlurmDescription, stderr)
 	shards := fs.Int("shards", 0, "the number of shards, one array task each (required)")
 	partition := fs.String("partition", "", "the `partition` of both jobs (default: the cluster's)")
-	limit := fs.String("time", "", "the array tasks' time `limit`, in sbatch's form (default: the partition's)")
+	limit := fs.String("time", "", "the time `limit` of the array tasks and of the merge, in sbatch's form (default: the partition's for the tasks, "+sched.DefaultMergeTime+" for the merge)")
 	gres := fs.String("gres", sched.DefaultGres, "the generic resources of one array task")
 	account := fs.String("account", "", "the `account` both jobs are charged to (default: yours)")
 	runner := fs.String("runner", sched.DefaultRunner, "the runner executable on the compute nodes")
 	results := fs.String("results", sched.DefaultResults, "the folder the run is written under, on a filesystem every node mounts")
 	name := fs.String("name", "", "the jobs' name, also the run's folder under --results (default runner-EXPERIMENT)")
+	return exportSchedule(fs, args, synopsis, shards, func(e sched.Experiment) schedule {
+		return sched.Slurm{
+			Experiment: e, Shards: *shards, Partition: *partition, Time: *limit, Gres: *gres,
+			Account: *account, Runner: *runner, Results: *results, Name: *name,
+			Command: append([]string{"runner", "export", "slurm"}, args...),
+		}
+	}, stdout, stderr)
+}
+
+// schedule is what an export to a scheduler prints: a sched.Kubernetes or a sched.Slurm.
+type schedule interface {
+	Check() error
+	Write(io.Writer) error
+}
+
+// exportSchedule is the part every export to a scheduler shares: it parses fs from args, loads
+// the one experiment file, refuses a shard count above the plan's bound, builds the export with
+// build (called once the flags are parsed), refuses with exit status 2 what the scheduler
+// would, notes the shards that will run nothing, and prints the export.
+func exportSchedule(fs *flag.FlagSet, args []string, synopsis string, shards *int, build func(sched.Experiment) schedule, stdout, stderr io.Writer) error {
 	files, helped, err := flagsAndFiles(fs, args)
 	if helped || err != nil {
 		return err
+	}
+	if *shards > plan.MaxShards {
+		return usageError("--shards %d: %w", *shards, plan.CheckCount(*shards))
 	}
 	e, err := exportExperiment(files, synopsis)
 	if err != nil {
 		return err
 	}
-	s := sched.Slurm{
-		Experiment: e, Shards: *shards, Partition: *partition, Time: *limit, Gres: *gres,
-		Account: *account, Runner: *runner, Results: *results, Name: *name,
-		Command: append([]string{"runner", "export", "slurm"}, args...),
-	}
+	s := build(e)
 	if err := s.Check(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if note := sched.EmptyShards(e, *shards); note != "" {
-		warnf(stderr, "export slurm: %s", note)
+		warnf(stderr, "%s: %s", fs.Name(), note)
 	}
 	return s.Write(stdout)
 }

@@ -40,8 +40,10 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(files) != 1 {
 		return usageError("want exactly one experiment file, got %d (usage: runner plan FILE [--shards N] [--format text|json|csv])", len(files))
 	}
-	if *shards < 0 || *shards == 0 && flagSet(fs, "shards") {
-		return usageError("--shards %d: the shard count must be at least 1", *shards)
+	if *shards != 0 || flagSet(fs, "shards") {
+		if err := plan.CheckCount(*shards); err != nil {
+			return usageError("--shards %d: %w", *shards, err)
+		}
 	}
 	enc, err := plan.NewEncoder(*format, stdout)
 	if err != nil {
@@ -53,7 +55,9 @@ func cmdPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	p := plan.New(e, cfgs)
 	if *shards > 0 {
-		p.Split(cfgs, *shards)
+		if err := p.Split(cfgs, *shards); err != nil {
+			return usageError("--shards %d: %w", *shards, err)
+		}
 	}
 	return enc.Encode(p)
 }

@@ -139,6 +139,9 @@ func TestPlanUsage(t *testing.T) {
 		{"help", []string{"plan", "--help"}, 0, "Usage: runner plan FILE [--shards N] [--format text|json|csv]"},
 		{"zero shards", []string{"plan", "--shards", "0", "testdata/plan/single.yaml"}, 2, "plan: --shards 0: the shard count must be at least 1"},
 		{"negative shards", []string{"plan", "--shards=-2", "testdata/plan/single.yaml"}, 2, "plan: --shards -2: the shard count must be at least 1"},
+		{"more shards than the bound", []string{"plan", "--shards", "20000", "testdata/plan/single.yaml"}, 2, "plan: --shards 20000: the shard count 20000 is more than 10000, the most a plan may be split into"},
+		{"a hundred million shards", []string{"plan", "--shards", "100000000", "testdata/plan/single.yaml"}, 2, "the shard count 100000000 is more than 10000"},
+		{"the most shards", []string{"plan", "--shards", "10000", "--format", "csv", "testdata/plan/single.yaml"}, 0, ""},
 		{"help command", []string{"help", "plan"}, 0, "-format string"},
 	}
 	for _, tc := range tests {

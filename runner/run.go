@@ -48,7 +48,10 @@ flags; 130 when interrupted.`
 type runFlags struct {
 	root, resume, shard         string
 	dryRun, wide, quiet, record bool
-	stopGrace                   time.Duration
+	// sharded is whether --shard was given at all: an empty value is refused, not taken for
+	// a whole run.
+	sharded   bool
+	stopGrace time.Duration
 }
 
 // cmdRun runs an experiment file into a new result folder, or finishes an interrupted one, and
@@ -63,7 +66,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var shard *results.Shard
-	if fl.shard != "" {
+	if fl.sharded {
 		all := len(cfgs)
 		if shard, cfgs, err = selectShard(fl.shard, exp, cfgs); err != nil {
 			return err
@@ -127,6 +130,7 @@ func parseRunFlags(args []string, stderr io.Writer) (fl runFlags, file string, h
 		// An unset variable (--results "$OUT") would otherwise write into the current folder.
 		return fl, "", false, usageError("--results is empty: want the folder that result folders are created in (default %q)", "results")
 	}
+	fl.sharded = flagSet(fs, "shard")
 	if fl.stopGrace < 0 {
 		return fl, "", false, usageError("--stop-grace %s: want a duration of zero or more (0 means %s)", fl.stopGrace, engine.DefaultStopGrace)
 	}
@@ -260,7 +264,7 @@ func selectShard(spec string, exp *experiment.Experiment, cfgs []experiment.Conf
 	if err != nil {
 		return nil, nil, usageError("%w", err)
 	}
-	mine := plan.Shards(cfgs, w.Count)[w.Index]
+	mine := plan.ShardConfigs(cfgs, w.Count, w.Index)
 	host, _ := os.Hostname()
 	shard := &results.Shard{Index: w.Index, Count: w.Count, Fingerprint: plan.Fingerprint(results.SHA256(exp.Source), w.Count),
 		Configs: make([]string, 0, len(mine)), Source: w.Source, Host: host}

@@ -62,6 +62,15 @@ func TestRunShardUsage(t *testing.T) {
 		{"index from Kubernetes out of range", []string{"--shard", "auto/3"}, map[string]string{"JOB_COMPLETION_INDEX": "3"}, "shard index 3 (JOB_COMPLETION_INDEX=3) is out of range"},
 		{"index from Slurm out of range", []string{"--shard", "auto"}, map[string]string{"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "3"},
 			"shard index 3 (SLURM_ARRAY_TASK_ID=4 minus SLURM_ARRAY_TASK_MIN=1) is out of range: the shards of 3 are numbered 0 to 2"},
+		{"more shards than the bound", []string{"--shard", "0/20000", "--dry-run"}, nil, `runner: run: --shard "0/20000": the shard count "20000" is more than 10000, the most a plan may be split into`},
+		{"a billion shards", []string{"--shard", "0/1000000000", "--dry-run"}, nil, `the shard count "1000000000" is more than 10000`},
+		{"more shards than the bound from the environment", []string{"--shard", "auto", "--dry-run"}, map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "20000"}, `--shard auto: the shard count RUNNER_SHARDS="20000" is more than 10000`},
+		{"empty", []string{"--shard", "", "--dry-run"}, nil, `runner: run: --shard "" is empty: want I/N (shard I of N, from 0), auto/N or auto`},
+		{"empty after =", []string{"--shard=", "--dry-run"}, nil, `--shard "" is empty`},
+		{"a sign", []string{"--shard", "+1/3", "--dry-run"}, nil, `--shard "+1/3": the shard index "+1" is not a whole number written in decimal digits alone`},
+		{"leading zeros", []string{"--shard", "01/03", "--dry-run"}, nil, `--shard "01/03": the shard count "03" is not a whole number written in decimal digits alone`},
+		{"a space in the flag", []string{"--shard", " 1/3", "--dry-run"}, nil, `--shard " 1/3": the shard index " 1" is not a whole number written in decimal digits alone`},
+		{"a space in the environment", []string{"--shard", "auto/3", "--dry-run"}, map[string]string{"JOB_COMPLETION_INDEX": " 1"}, `--shard auto/3: the shard index JOB_COMPLETION_INDEX=" 1" is not a whole number written in decimal digits alone`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,8 +14,32 @@ import (
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 )
 
+// MaxShards is the most shards a plan may be split into. An experiment expands to at most
+// experiment.MaxConfigs configs, so to at most as many server configs, and a shard past the
+// server configs runs nothing: no useful split needs more. The bound keeps a typo such as
+// --shard 0/1000000000 a clear refusal, as experiment.MaxRequests does for repetitions.
+const MaxShards = experiment.MaxConfigs
+
+// CheckCount reports a shard count below 1 or above MaxShards; the caller names the flag or
+// variable that gave it.
+func CheckCount(n int) error {
+	if n < 1 {
+		return errors.New("the shard count must be at least 1")
+	}
+	return checkMost(n, strconv.Itoa(n))
+}
+
+// checkMost reports a shard count above MaxShards, naming it as from writes it.
+func checkMost(n int, from string) error {
+	if n > MaxShards {
+		return fmt.Errorf("the shard count %s is more than %d, the most a plan may be split into (an experiment has at most %d configs, so every shard past them would run nothing)", from, MaxShards, experiment.MaxConfigs)
+	}
+	return nil
+}
+
 // Shards splits an experiment's configs into n shards for n machines and returns, for each shard
-// 0..n-1, the configs it runs, in plan order. It returns nil when n is less than 1.
+// 0..n-1, the configs it runs, in plan order. It returns nil when n is less than 1 or more than
+// MaxShards. A caller that needs one shard calls ShardConfigs, whose cost does not grow with n.
 //
 // A server config (the configs sharing a ServerID, which share one boot) is never split. The
 // shards are balanced by planned requests, as experiment.Requests counts them (one first
@@ -26,41 +52,10 @@ import (
 // config's requests above the least busy shard. A shard gets no configs when there are more
 // shards than server configs.
 func Shards(configs []experiment.Config, n int) [][]experiment.Config {
-	if n < 1 {
+	if n < 1 || n > MaxShards {
 		return nil
 	}
-	type server struct {
-		id       string
-		first    int // plan position of its first config
-		requests int
-	}
-	var servers []server
-	index := map[string]int{}
-	for i, c := range configs {
-		s, ok := index[c.ServerID]
-		if !ok {
-			s = len(servers)
-			index[c.ServerID] = s
-			// The first request after the server's boot.
-			servers = append(servers, server{id: c.ServerID, first: i, requests: 1})
-		}
-		servers[s].requests = experiment.AddSat(servers[s].requests, experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0)))
-	}
-	order := slices.Clone(servers)
-	// A stable sort keeps plan order among server configs of equal size.
-	slices.SortStableFunc(order, func(a, b server) int { return cmp.Compare(b.requests, a.requests) })
-	load := make([]int, n)
-	shardOf := map[string]int{}
-	for _, s := range order {
-		lightest := 0
-		for i := 1; i < n; i++ {
-			if load[i] < load[lightest] {
-				lightest = i
-			}
-		}
-		shardOf[s.id] = lightest
-		load[lightest] = experiment.AddSat(load[lightest], s.requests)
-	}
+	shardOf, _ := assign(configs, n)
 	out := make([][]experiment.Config, n)
 	for i := range out {
 		out[i] = []experiment.Config{}
@@ -70,6 +65,63 @@ func Shards(configs []experiment.Config, n int) [][]experiment.Config {
 		out[i] = append(out[i], c)
 	}
 	return out
+}
+
+// ShardConfigs returns the configs of shard i of n, in plan order, as Shards assigns them: empty (not
+// nil) for a shard past the server configs, nil when i is not a shard of n. Its cost grows with
+// the configs, not with n, so any n is safe to ask about.
+func ShardConfigs(configs []experiment.Config, n, i int) []experiment.Config {
+	if n < 1 || i < 0 || i >= n {
+		return nil
+	}
+	shardOf, _ := assign(configs, n)
+	mine := []experiment.Config{}
+	for _, c := range configs {
+		if shardOf[c.ServerID] == i {
+			mine = append(mine, c)
+		}
+	}
+	return mine
+}
+
+// assign returns the shard of each server config of configs split n ways (by ServerID, see
+// Shards), and how many shards received one: min(n, server configs). Only those first shards
+// are ever chosen: every server config sends at least its first request, so while a shard is
+// empty it is the lightest, and the lowest empty shard is taken. Loads are kept for them alone,
+// so that the cost follows the configs, never n.
+func assign(configs []experiment.Config, n int) (map[string]int, int) {
+	type server struct {
+		id       string
+		requests int
+	}
+	var servers []server
+	index := map[string]int{}
+	for _, c := range configs {
+		s, ok := index[c.ServerID]
+		if !ok {
+			s = len(servers)
+			index[c.ServerID] = s
+			// The first request after the server's boot.
+			servers = append(servers, server{id: c.ServerID, requests: 1})
+		}
+		servers[s].requests = experiment.AddSat(servers[s].requests, experiment.AddSat(max(c.Warmup, 0), max(c.Repetitions, 0)))
+	}
+	// A stable sort keeps plan order among server configs of equal size.
+	slices.SortStableFunc(servers, func(a, b server) int { return cmp.Compare(b.requests, a.requests) })
+	used := min(n, len(servers))
+	load := make([]int, used)
+	shardOf := make(map[string]int, len(servers))
+	for _, s := range servers {
+		lightest := 0
+		for i := 1; i < used; i++ {
+			if load[i] < load[lightest] {
+				lightest = i
+			}
+		}
+		shardOf[s.id] = lightest
+		load[lightest] = experiment.AddSat(load[lightest], s.requests)
+	}
+	return shardOf, used
 }
 
 // Fingerprint identifies the plan that n shards of an experiment file split: the SHA-256 (hex)
@@ -88,20 +140,34 @@ type Shard struct {
 	Requests int      `json:"requests"`
 }
 
-// Split records in p the assignment of its configs, cfgs, to n shards (see Shards). n must be at
-// least 1.
-func (p *Plan) Split(cfgs []experiment.Config, n int) {
-	p.Shards = []Shard{}
-	for i, sc := range Shards(cfgs, n) {
-		s := Shard{Index: i, Servers: []string{}, Configs: []string{}, Requests: experiment.Requests(sc)}
+// Split records in p the assignment of its configs, cfgs, to n shards (see Shards). It refuses
+// a count CheckCount refuses. Only the shards that receive a server config hold lists: the
+// others are entries with no servers, no configs and no requests.
+func (p *Plan) Split(cfgs []experiment.Config, n int) error {
+	if err := CheckCount(n); err != nil {
+		return err
+	}
+	shardOf, used := assign(cfgs, n)
+	mine := make([][]experiment.Config, used)
+	for _, c := range cfgs {
+		i := shardOf[c.ServerID]
+		mine[i] = append(mine[i], c)
+	}
+	p.Shards = make([]Shard, n)
+	for i := range p.Shards {
+		p.Shards[i] = Shard{Index: i, Servers: []string{}, Configs: []string{}}
+	}
+	for i, sc := range mine {
+		s := &p.Shards[i]
+		s.Requests = experiment.Requests(sc)
 		for _, c := range sc {
 			if !slices.Contains(s.Servers, c.ServerID) {
 				s.Servers = append(s.Servers, c.ServerID)
 			}
 			s.Configs = append(s.Configs, c.ID)
 		}
-		p.Shards = append(p.Shards, s)
 	}
+	return nil
 }
 
 // shardOf maps the id of each config of a split plan to the index of its shard.
@@ -137,12 +203,20 @@ type Which struct {
 	Source string
 }
 
-// ParseShard reads the value of --shard: "I/N" (0 ≤ I < N), "auto/N", or "auto". With auto the
-// index comes from the environment, read through getenv: JOB_COMPLETION_INDEX (a Kubernetes
-// Indexed Job) or else SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN when that is set (a Slurm
-// job array). Plain auto takes the count from RUNNER_SHARDS or else SLURM_ARRAY_TASK_COUNT;
-// with auto/N, a count in the environment must agree with N. The error says what is wrong.
+// ParseShard reads the value of --shard: "I/N" (0 ≤ I < N ≤ MaxShards), "auto/N", or "auto".
+// With auto the index comes from the environment, read through getenv: JOB_COMPLETION_INDEX (a
+// Kubernetes Indexed Job) or else SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN when that is
+// set (a Slurm job array). Plain auto takes the count from RUNNER_SHARDS or else
+// SLURM_ARRAY_TASK_COUNT; with auto/N, a count in the environment must agree with N.
+//
+// Every number, from the flag or a variable, is read by readNumber: decimal digits alone, so
+// that a value is refused in the same words from either source. An empty value is refused: a
+// script that writes --shard "$IDX" with IDX unset would otherwise run the whole plan on every
+// machine. The error says what is wrong and where the value came from.
 func ParseShard(spec string, getenv func(string) string) (Which, error) {
+	if spec == "" {
+		return Which{}, errors.New(`--shard "" is empty: want I/N (shard I of N, from 0), auto/N or auto (is the variable meant to hold it unset?)`)
+	}
 	idx, count, ok := strings.Cut(spec, "/")
 	if spec == "auto" {
 		idx, count, ok = "auto", "", true
@@ -152,46 +226,39 @@ func ParseShard(spec string, getenv func(string) string) (Which, error) {
 	}
 	var w Which
 	if count != "" {
-		n, err := strconv.Atoi(count)
-		if err != nil || n < 1 {
-			return Which{}, fmt.Errorf("--shard %q: the shard count %q is not a whole number of at least 1", spec, count)
+		n, err := readCount(count, strconv.Quote(count))
+		if err != nil {
+			return Which{}, fmt.Errorf("--shard %q: %w", spec, err)
 		}
 		w.Count = n
 	}
 	if idx != "auto" {
-		i, err := strconv.Atoi(idx)
+		i, err := readNumber(idx, "shard index", strconv.Quote(idx))
 		if err != nil {
-			return Which{}, fmt.Errorf("--shard %q: the shard index %q is not a whole number (or auto)", spec, idx)
+			return Which{}, fmt.Errorf("--shard %q: %w", spec, err)
 		}
-		if i < 0 || i >= w.Count {
-			return Which{}, fmt.Errorf("--shard %q: shard index %d is out of range: the shards of %d are numbered 0 to %d", spec, i, w.Count, w.Count-1)
+		if i >= w.Count {
+			return Which{}, fmt.Errorf("--shard %q: shard index %s is out of range: the shards of %d are numbered 0 to %d", spec, idx, w.Count, w.Count-1)
 		}
 		w.Index, w.Source = i, "flag"
 		return w, nil
 	}
+	return indexFromEnv(spec, w, getenv)
+}
 
-	env := func(name string) (int, bool, error) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return 0, false, nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return 0, true, fmt.Errorf("--shard %s: %s=%q is not a whole number", spec, name, v)
-		}
-		return n, true, nil
-	}
+// indexFromEnv completes w, whose count the flag may have given, from the environment.
+func indexFromEnv(spec string, w Which, getenv func(string) string) (Which, error) {
+	// from names a variable and its value, as the errors show it.
+	from := func(name string) string { return name + "=" + strconv.Quote(getenv(name)) }
 	// The count first: the index is checked against it.
 	for _, name := range []string{EnvShards, EnvSlurmCount} {
-		n, set, err := env(name)
-		if err != nil {
-			return Which{}, err
-		}
-		if !set {
+		v := getenv(name)
+		if v == "" {
 			continue
 		}
-		if n < 1 {
-			return Which{}, fmt.Errorf("--shard %s: %s=%d: the shard count must be at least 1", spec, name, n)
+		n, err := readCount(v, from(name))
+		if err != nil {
+			return Which{}, fmt.Errorf("--shard %s: %w", spec, err)
 		}
 		if w.Count != 0 && n != w.Count {
 			return Which{}, fmt.Errorf("--shard %s: %s=%d says %d shards, the flag %d", spec, name, n, n, w.Count)
@@ -202,32 +269,61 @@ func ParseShard(spec string, getenv func(string) string) (Which, error) {
 		return Which{}, fmt.Errorf("--shard auto: no shard count: set %s (for a Kubernetes Indexed Job), run in a Slurm job array (%s), or give it as --shard auto/N", EnvShards, EnvSlurmCount)
 	}
 
-	i, set, err := env(EnvJobIndex)
 	w.Source = EnvJobIndex
-	if err == nil && !set {
-		i, set, err = env(EnvSlurmIndex)
+	if getenv(EnvJobIndex) == "" {
 		w.Source = EnvSlurmIndex
-		if err == nil && set {
-			lo, _, merr := env(EnvSlurmMin)
-			i, err = i-lo, merr
-		}
 	}
-	if err != nil {
-		return Which{}, err
-	}
-	if !set {
+	v := getenv(w.Source)
+	if v == "" {
 		return Which{}, fmt.Errorf("--shard %s: no shard index in the environment: neither %s (a Kubernetes Indexed Job) nor %s (a Slurm job array) is set; give the index as --shard I/%d", spec, EnvJobIndex, EnvSlurmIndex, w.Count)
 	}
-	if i < 0 || i >= w.Count {
-		from := EnvJobIndex + "=" + getenv(EnvJobIndex)
-		if w.Source == EnvSlurmIndex {
-			from = EnvSlurmIndex + "=" + getenv(EnvSlurmIndex)
-			if m := getenv(EnvSlurmMin); m != "" {
-				from += " minus " + EnvSlurmMin + "=" + m
+	i, err := readNumber(v, "shard index", from(w.Source))
+	if err != nil {
+		return Which{}, fmt.Errorf("--shard %s: %w", spec, err)
+	}
+	where := w.Source + "=" + v
+	if w.Source == EnvSlurmIndex {
+		if m := getenv(EnvSlurmMin); m != "" {
+			lo, err := readNumber(m, "lowest task id of the array", from(EnvSlurmMin))
+			if err != nil {
+				return Which{}, fmt.Errorf("--shard %s: %w", spec, err)
 			}
+			i -= lo
+			where += " minus " + EnvSlurmMin + "=" + m
 		}
-		return Which{}, fmt.Errorf("--shard %s: shard index %d (%s) is out of range: the shards of %d are numbered 0 to %d", spec, i, from, w.Count, w.Count-1)
+	}
+	if i < 0 || i >= w.Count {
+		return Which{}, fmt.Errorf("--shard %s: shard index %d (%s) is out of range: the shards of %d are numbered 0 to %d", spec, i, where, w.Count, w.Count-1)
 	}
 	w.Index = i
 	return w, nil
+}
+
+// readNumber reads a shard index or count, what, as the flag or a variable gives it: decimal
+// digits alone, with no sign, space or leading zero (but "0"), so that "+1", "01" and " 1" are
+// refused alike from either source rather than read as 1 from one and refused by the other.
+// from names the value in the error: "01" for the flag, JOB_COMPLETION_INDEX="01" for a
+// variable. A number too long for an int saturates, to be refused as out of range.
+func readNumber(v, what, from string) (int, error) {
+	if v == "" || strings.Trim(v, "0123456789") != "" || len(v) > 1 && v[0] == '0' {
+		return 0, fmt.Errorf("the %s %s is not a whole number written in decimal digits alone (no sign, space or leading zero)", what, from)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		// Digits alone fail only by being too many.
+		n = math.MaxInt
+	}
+	return n, nil
+}
+
+// readCount reads a shard count with readNumber and checks it is between 1 and MaxShards.
+func readCount(v, from string) (int, error) {
+	n, err := readNumber(v, "shard count", from)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("the shard count %s is not a whole number of at least 1", from)
+	}
+	return n, checkMost(n, from)
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -287,7 +289,9 @@ func TestSplitEncodings(t *testing.T) {
 	for i, c := range p.Configs {
 		cfgs[i] = experiment.Config{ID: c.ID, ServerID: c.ServerID, Index: c.Index, Warmup: c.Warmup, Repetitions: c.Repetitions}
 	}
-	p.Split(cfgs, 3)
+	if err := p.Split(cfgs, 3); err != nil {
+		t.Fatal(err)
+	}
 	if len(p.Shards) != 3 || len(p.Shards[2].Configs) != 0 || p.Shards[2].Requests != 0 {
 		t.Fatalf("shards %+v, want 3, the last empty", p.Shards)
 	}
@@ -378,10 +382,33 @@ func TestParseShard(t *testing.T) {
 		{spec: "2/3", want: Which{2, 3, "flag"}},
 		{spec: "2/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, want: Which{2, 3, "flag"}},
 		{spec: "3/3", err: `--shard "3/3": shard index 3 is out of range: the shards of 3 are numbered 0 to 2`},
-		{spec: "-1/3", err: "shard index -1 is out of range"},
+		{spec: "-1/3", err: `--shard "-1/3": the shard index "-1" is not a whole number written in decimal digits alone (no sign, space or leading zero)`},
+		{spec: "+1/3", err: `--shard "+1/3": the shard index "+1" is not a whole number written in decimal digits alone`},
+		{spec: "01/3", err: `the shard index "01" is not a whole number written in decimal digits alone`},
+		{spec: "1/03", err: `the shard count "03" is not a whole number written in decimal digits alone`},
+		{spec: " 1/3", err: `the shard index " 1" is not a whole number written in decimal digits alone`},
+		{spec: "1 /3", err: `the shard index "1 " is not a whole number written in decimal digits alone`},
+		{spec: "1/3 ", err: `the shard count "3 " is not a whole number written in decimal digits alone`},
+		{spec: "1/+3", err: `the shard count "+3" is not a whole number written in decimal digits alone`},
+		{spec: "0x1/3", err: `the shard index "0x1" is not a whole number`},
+		{spec: "1_0/30", err: `the shard index "1_0" is not a whole number`},
+		{spec: "１/3", err: `the shard index "１" is not a whole number`},
+		{spec: "0/10000", want: Which{0, 10000, "flag"}},
+		{spec: "0/10001", err: `--shard "0/10001": the shard count "10001" is more than 10000, the most a plan may be split into`},
+		{spec: "0/99999999999999999999999", err: `the shard count "99999999999999999999999" is more than 10000`},
+		{spec: "99999999999999999999999/3", err: `--shard "99999999999999999999999/3": shard index 99999999999999999999999 is out of range: the shards of 3 are numbered 0 to 2`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": " 1"}, err: `--shard auto/3: the shard index JOB_COMPLETION_INDEX=" 1" is not a whole number written in decimal digits alone (no sign, space or leading zero)`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "01"}, err: `the shard index JOB_COMPLETION_INDEX="01" is not a whole number written in decimal digits alone`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "+1"}, err: `the shard index JOB_COMPLETION_INDEX="+1" is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "1 "}, err: `the shard index JOB_COMPLETION_INDEX="1 " is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "-1"}, err: `the shard index SLURM_ARRAY_TASK_ID="-1" is not a whole number`},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": " 2"}, err: `--shard auto: the shard count RUNNER_SHARDS=" 2" is not a whole number written in decimal digits alone`},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "10001"}, err: `--shard auto: the shard count RUNNER_SHARDS="10001" is more than 10000, the most a plan may be split into`},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "02"}, err: `the shard count SLURM_ARRAY_TASK_COUNT="02" is not a whole number`},
+		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "+1"}, err: `the lowest task id of the array SLURM_ARRAY_TASK_MIN="+1" is not a whole number`},
 		{spec: "0/0", err: `--shard "0/0": the shard count "0" is not a whole number of at least 1`},
 		{spec: "x", err: `--shard "x": want I/N (shard I of N, from 0), auto/N or auto`},
-		{spec: "", err: "want I/N"},
+		{spec: "", err: `--shard "" is empty: want I/N (shard I of N, from 0), auto/N or auto`},
 		{spec: "1/", err: "want I/N"},
 		{spec: "/3", err: "want I/N"},
 		{spec: "a/3", err: `the shard index "a" is not a whole number`},
@@ -392,7 +419,7 @@ func TestParseShard(t *testing.T) {
 		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "SLURM_ARRAY_TASK_ID": "2"}, want: Which{0, 3, "JOB_COMPLETION_INDEX"}},
 		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "3", "RUNNER_SHARDS": "4"}, want: Which{3, 4, "JOB_COMPLETION_INDEX"}},
 		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "2"}, want: Which{1, 2, "SLURM_ARRAY_TASK_ID"}},
-		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": " 1 ", "SLURM_ARRAY_TASK_COUNT": "2"}, want: Which{1, 2, "SLURM_ARRAY_TASK_ID"}},
+		{spec: "auto", env: map[string]string{"SLURM_ARRAY_TASK_ID": " 1 ", "SLURM_ARRAY_TASK_COUNT": "2"}, err: `the shard index SLURM_ARRAY_TASK_ID=" 1 " is not a whole number`},
 		{spec: "auto/3", err: "--shard auto/3: no shard index in the environment: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_ARRAY_TASK_ID (a Slurm job array) is set; give the index as --shard I/3"},
 		{spec: "auto", env: map[string]string{"RUNNER_SHARDS": "3"}, err: "no shard index in the environment"},
 		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, err: "--shard auto: no shard count: set RUNNER_SHARDS"},
@@ -403,7 +430,7 @@ func TestParseShard(t *testing.T) {
 		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "x"}, err: `SLURM_ARRAY_TASK_MIN="x" is not a whole number`},
 		{spec: "auto/3", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "4"}, err: "RUNNER_SHARDS=4 says 4 shards, the flag 3"},
 		{spec: "auto/3", env: map[string]string{"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "2"}, err: "SLURM_ARRAY_TASK_COUNT=2 says 2 shards, the flag 3"},
-		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "0"}, err: "RUNNER_SHARDS=0: the shard count must be at least 1"},
+		{spec: "auto", env: map[string]string{"JOB_COMPLETION_INDEX": "0", "RUNNER_SHARDS": "0"}, err: `--shard auto: the shard count RUNNER_SHARDS="0" is not a whole number of at least 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec+fmt.Sprint(tt.env), func(t *testing.T) {
@@ -418,6 +445,31 @@ func TestParseShard(t *testing.T) {
 				t.Errorf("ParseShard(%q) = %+v, %v; want %+v", tt.spec, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseShardSourcesAgree checks that a number the flag refuses is refused from the
+// environment too, in the same words but for the source it names, and one the flag accepts is
+// accepted from the environment.
+func TestParseShardSourcesAgree(t *testing.T) {
+	for _, v := range []string{"1", "0", "2", " 1", "1 ", "01", "+1", "-1", "1.0", "1e0", "٣", "x", "00"} {
+		fromFlag, ferr := ParseShard(v+"/3", func(string) string { return "" })
+		fromEnv, eerr := ParseShard("auto/3", func(k string) string { return map[string]string{EnvJobIndex: v}[k] })
+		if (ferr == nil) != (eerr == nil) {
+			t.Errorf("index %q: from the flag %v, from %s %v", v, ferr, EnvJobIndex, eerr)
+			continue
+		}
+		if ferr == nil {
+			if fromFlag.Index != fromEnv.Index {
+				t.Errorf("index %q: %d from the flag, %d from %s", v, fromFlag.Index, fromEnv.Index, EnvJobIndex)
+			}
+			continue
+		}
+		fbody := strings.Replace(ferr.Error(), fmt.Sprintf("--shard %q: ", v+"/3"), "", 1)
+		ebody := strings.Replace(eerr.Error(), "--shard auto/3: ", "", 1)
+		if want := strings.Replace(fbody, strconv.Quote(v), EnvJobIndex+"="+strconv.Quote(v), 1); ebody != want {
+			t.Errorf("index %q: from the flag %q, from %s %q: want the same words", v, ferr, EnvJobIndex, eerr)
+		}
 	}
 }
 
@@ -449,5 +501,68 @@ func BenchmarkShards(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		Shards(cfgs, 64)
+	}
+}
+
+// allocated returns the bytes of heap that f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestShardsCostFollowsConfigs asks for a split of three server configs into a hundred million
+// shards: what it allocates must follow the configs, never the shard count (a machine was once
+// killed for memory planning that many), and a plan refuses a count above MaxShards.
+func TestShardsCostFollowsConfigs(t *testing.T) {
+	const huge = 100_000_000
+	cfgs := shape([][]int{{5, 5}, {3}, {2, 2, 2}}, nil)
+	const most = 1 << 20 // far above what three server configs need, far below a slot per shard
+	if n := allocated(func() { Shards(cfgs, huge) }); n > most {
+		t.Errorf("Shards(%d) allocated %d bytes", huge, n)
+	}
+	var got []experiment.Config
+	if n := allocated(func() { got = ShardConfigs(cfgs, huge, 1) }); n > most {
+		t.Errorf("ShardConfigs(%d, 1) allocated %d bytes", huge, n)
+	}
+	if want := Shards(cfgs, 3)[1]; !reflect.DeepEqual(ids([][]experiment.Config{got}), ids([][]experiment.Config{want})) {
+		t.Errorf("shard 1 of %d holds %v, want %v, as shard 1 of 3", huge, ids([][]experiment.Config{got}), ids([][]experiment.Config{want}))
+	}
+	if empty := ShardConfigs(cfgs, huge, huge-1); empty == nil || len(empty) != 0 {
+		t.Errorf("the last shard of %d = %v, want empty", huge, empty)
+	}
+	p := &Plan{}
+	var err error
+	if n := allocated(func() { err = p.Split(cfgs, huge) }); n > most {
+		t.Errorf("Split(%d) allocated %d bytes", huge, n)
+	}
+	if want := "the shard count 100000000 is more than 10000, the most a plan may be split into"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Split(%d) = %v, want an error holding %q", huge, err, want)
+	}
+	if err := CheckCount(MaxShards); err != nil {
+		t.Errorf("CheckCount(MaxShards) = %v", err)
+	}
+}
+
+// TestShardMatchesShards checks that the shard ShardConfigs returns is the one Shards assigns, for every
+// index of every count up to past the server configs.
+func TestShardMatchesShards(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for range 200 {
+		cfgs := randomShape(r, 10)
+		for n := 1; n <= 14; n++ {
+			all := Shards(cfgs, n)
+			for i := range n {
+				if got := ShardConfigs(cfgs, n, i); !reflect.DeepEqual(got, all[i]) {
+					t.Fatalf("ShardConfigs(n=%d, %d) = %v, want %v", n, i, ids([][]experiment.Config{got}), ids(all[i:i+1]))
+				}
+			}
+			if ShardConfigs(cfgs, n, n) != nil || ShardConfigs(cfgs, n, -1) != nil {
+				t.Fatalf("ShardConfigs(n=%d) of an index out of range is not nil", n)
+			}
+		}
 	}
 }

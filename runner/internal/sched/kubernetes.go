@@ -72,6 +72,7 @@ func (k Kubernetes) Check() error {
 			list = append(list, fmt.Errorf("%s: %s", flag, p))
 		}
 	}
+	list = append(list, checkCommon(k.Experiment, k.Command)...)
 	list = append(list, checkShards(k.Shards))
 	if k.Shards >= 1 && (k.Parallelism < 1 || k.Parallelism > k.Shards) {
 		list = append(list, fmt.Errorf("--parallelism must be between 1 and --shards (%d), got %d", k.Shards, k.Parallelism))
@@ -161,7 +162,7 @@ func (k Kubernetes) objects() (*configMap, *job, *job, error) {
 						// exec in the script hands the shell's place to runner, so the
 						// SIGTERM of a deleted pod reaches it and it marks its folder
 						// interrupted.
-						Command:   []string{"sh", "-c", shardScript("runner", file, root+"/shard-$JOB_COMPLETION_INDEX", k.Experiment.Name)},
+						Command:   []string{"sh", "-c", shardScript("runner", file, root, "JOB_COMPLETION_INDEX", k.Experiment.Name)},
 						Env:       []envVar{{Name: ShardsEnv, Value: strconv.Itoa(k.Shards)}},
 						Resources: resources{Limits: map[string]string{k.GPUResource: "1"}},
 						VolumeMounts: []volumeMount{

@@ -58,12 +58,13 @@ func EmptyShards(e Experiment, shards int) string {
 }
 
 // shardScript is the POSIX shell script one shard runs: it finishes the folder an earlier
-// attempt of the same index left under root, or starts one there. root and its index variable
-// are shell words (root may hold ${VAR}); runner and file are quoted here.
-func shardScript(runner, file, root, experiment string) string {
+// attempt of the same index left under ROOT/shard-$indexVar, or starts one there. Every value is
+// quoted here with shellQuote, and only the index variable, which the scheduler sets to a
+// number, is expanded by the shell.
+func shardScript(runner, file, root, indexVar, experiment string) string {
 	r, f := shellQuote(runner), shellQuote(file)
 	return `set -eu
-root=` + root + `
+root=` + shellQuote(root) + `/shard-"$` + indexVar + `"
 # A retried or requeued attempt finishes the folder an earlier attempt left: one folder a shard.
 prev=
 for d in "$root"/` + shellQuote(experiment) + `/*/; do
@@ -89,7 +90,9 @@ func mergeScript(runner, root, experiment string) string {
 }
 
 // shellQuote returns s as one shell word: unchanged when it holds only characters no shell
-// treats specially, in single quotes otherwise.
+// treats specially, in single quotes otherwise. It is the one quoting of both exports: every
+// value written into a script goes through it. A line break inside the quotes is kept, so a
+// value that must stay on one line (a comment, a directive) is refused by checkPath first.
 func shellQuote(s string) string {
 	if s != "" && !shellSpecial.MatchString(s) {
 		return s
@@ -127,6 +130,19 @@ func checkWord(flag, v string) error {
 		return fmt.Errorf("%s %q holds a space or a control character", flag, v)
 	}
 	return nil
+}
+
+// checkCommon checks what both exports write into comments and scripts besides their flags:
+// the experiment file's path and name, and the command line of the header comment, none of
+// which a line break or a NUL may hold.
+func checkCommon(e Experiment, command []string) []error {
+	list := []error{checkPath("experiment file", e.Path), checkPath("experiment name", e.Name)}
+	for _, a := range command {
+		if strings.ContainsAny(a, "\n\r\x00") {
+			list = append(list, fmt.Errorf("the command line's argument %q holds a line break or a NUL", a))
+		}
+	}
+	return list
 }
 
 // checkPath checks a path that is written into a script or manifest.

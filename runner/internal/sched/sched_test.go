@@ -118,7 +118,7 @@ func checkBash(t *testing.T, script string) {
 	if len(jobs) != 2 {
 		t.Fatalf("want 2 job scripts handed to sbatch, found %d", len(jobs))
 	}
-	for i, want := range [][]string{{"#SBATCH --array=0-", "#SBATCH --gres=", "--shard auto"}, {"#SBATCH --job-name=", "merge -o "}} {
+	for i, want := range [][]string{{"#SBATCH --array=0-", "#SBATCH --gres=", "--shard auto"}, {"#SBATCH --job-name=", "#SBATCH --time=", "merge -o "}} {
 		syntax("job script "+want[0], jobs[i])
 		for _, w := range want {
 			if !strings.Contains(jobs[i], w) {
@@ -262,7 +262,7 @@ func TestShardScriptResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "results", "run")
-	script := shardScript(fake, "experiments/x.yaml", shellQuote(root)+"/shard-$SLURM_ARRAY_TASK_ID", "x")
+	script := shardScript(fake, "experiments/x.yaml", root, "SLURM_ARRAY_TASK_ID", "x")
 	run := func() string {
 		t.Helper()
 		cmd := exec.Command(sh, "-c", script)
@@ -309,6 +309,31 @@ func TestShellQuote(t *testing.T) {
 	} {
 		if got := shellQuote(c.in); got != c.want {
 			t.Errorf("shellQuote(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// TestSlurmMergeHasTime checks that the merge job asks for a time limit: the shards' --time
+// when given, DefaultMergeTime otherwise, so that it never waits on a partition's default
+// (often its longest) limit.
+func TestSlurmMergeHasTime(t *testing.T) {
+	for _, c := range []struct{ time, want string }{
+		{"02:00:00", "#SBATCH --time=02:00:00\n"},
+		{"", "#SBATCH --time=" + DefaultMergeTime + "\n"},
+	} {
+		var out bytes.Buffer
+		if err := (Slurm{Experiment: fixture(t, 2), Shards: 2, Time: c.time}).Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		jobs := heredocs(out.String())
+		if len(jobs) != 2 {
+			t.Fatalf("want 2 job scripts, found %d", len(jobs))
+		}
+		if got := strings.Count(jobs[1], "#SBATCH --time="); got != 1 || !strings.Contains(jobs[1], c.want) {
+			t.Errorf("--time %q: the merge job does not hold %q once:\n%s", c.time, c.want, jobs[1])
+		}
+		if c.time == "" && strings.Contains(jobs[0], "#SBATCH --time=") {
+			t.Errorf("no --time: the array job has a time limit of its own making:\n%s", jobs[0])
 		}
 	}
 }

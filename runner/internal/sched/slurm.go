@@ -13,6 +13,10 @@ const (
 	DefaultGres    = "gpu:1"
 	DefaultRunner  = "runner"
 	DefaultResults = "results"
+	// DefaultMergeTime is the merge job's time limit when --time gives the shards none. A
+	// merge reads and copies the shards' files, minutes even for a large run; without a limit
+	// of its own it would get the partition's default, often its longest, and wait behind it.
+	DefaultMergeTime = "1:00:00"
 )
 
 // Slurm describes the bash script that submits an experiment's shards as a Slurm job array,
@@ -21,7 +25,7 @@ type Slurm struct {
 	Experiment Experiment
 	Shards     int      // array tasks 0..Shards-1
 	Partition  string   // "" leaves it to the cluster's default
-	Time       string   // the array tasks' time limit; "" leaves it to the partition's
+	Time       string   // the time limit of the array tasks and the merge; "" leaves the tasks' to the partition and gives the merge DefaultMergeTime
 	Gres       string   // the generic resources of one task; "" means DefaultGres
 	Account    string   // "" leaves it to the user's default
 	Runner     string   // the runner executable on the compute nodes; "" means DefaultRunner
@@ -45,6 +49,7 @@ func (s Slurm) Check() error {
 	s = s.withDefaults()
 	list := []error{checkShards(s.Shards), checkWord("--gres", s.Gres), checkWord("--name", s.Name),
 		checkPath("--runner", s.Runner), checkWord("--results", s.Results)}
+	list = append(list, checkCommon(s.Experiment, s.Command)...)
 	for _, f := range []struct{ flag, v string }{{"--partition", s.Partition}, {"--time", s.Time}, {"--account", s.Account}} {
 		if f.v != "" {
 			list = append(list, checkWord(f.flag, f.v))
@@ -101,7 +106,7 @@ func (s Slurm) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "#SBATCH --time=%s\n", s.Time)
 	}
 	fmt.Fprintf(&b, "#SBATCH --output=%s\n", path.Join(root, "slurm-%A_%a.out"))
-	b.WriteString(shardScript(s.Runner, s.Experiment.Path, shellQuote(root)+"/shard-$SLURM_ARRAY_TASK_ID", s.Experiment.Name))
+	b.WriteString(shardScript(s.Runner, s.Experiment.Path, root, "SLURM_ARRAY_TASK_ID", s.Experiment.Name))
 	b.WriteString("EOF\n)\narray=${array%%;*}\n\n")
 
 	// The merge: afterok on an array job waits for every task to succeed; a failed task
@@ -114,6 +119,9 @@ func (s Slurm) Write(w io.Writer) error {
 	for _, o := range opts {
 		b.WriteString(o + "\n")
 	}
+	// The shards' limit serves the merge too, which only reads what they wrote; without
+	// --time, the merge gets a limit of its own rather than the partition's.
+	fmt.Fprintf(&b, "#SBATCH --time=%s\n", cmp.Or(s.Time, DefaultMergeTime))
 	fmt.Fprintf(&b, "#SBATCH --output=%s\n", path.Join(root, "slurm-merge-%j.out"))
 	b.WriteString("set -eu\n")
 	b.WriteString(mergeScript(s.Runner, root, s.Experiment.Name))
