@@ -390,6 +390,10 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		return rec, nil
 	}
 
+	if err := overCap(p, counts); err != nil {
+		fail(record.ErrImpossibleCount, err)
+		return rec, nil
+	}
 	c.countTokens(ctx, &rec, counts)
 	if err := ctx.Err(); err != nil {
 		// The run was stopped while the output was being counted: the counts may be missing,
@@ -421,6 +425,26 @@ func answerTokens(output *int, counts openai.Counts, reasoning bool) *int {
 	}
 	if counts.Usage != nil && counts.Usage.ReasoningTokens > 0 && counts.Usage.ReasoningTokens < *output {
 		return record.Int(*output - counts.Usage.ReasoningTokens)
+	}
+	return nil
+}
+
+// overCap returns an error when the stream counted more output tokens than max_tokens for a
+// request sent with ignore_eos. Such a request asks for exactly max_tokens, so a larger count
+// means either that the server generated past the cap (what was timed is not the request the
+// config describes) or that its counts are wrong (and with them the per-event counts that
+// tpot_token divides by); the two cannot be told apart, so the row is no measurement. Only the
+// stream's own counts are checked: /tokenize and tiktoken count the text again, and a second
+// tokenization may split it differently. Without ignore_eos the request may stop anywhere below
+// the cap and the check is not made.
+func overCap(p openai.Params, counts openai.Counts) error {
+	if p.IgnoreEOS == nil || !*p.IgnoreEOS || p.MaxTokens <= 0 {
+		return nil
+	}
+	for _, n := range []*int{counts.FromIDs, counts.FromCumulative, counts.FromUsage} {
+		if n != nil && *n > p.MaxTokens {
+			return fmt.Errorf("the stream counts %d output tokens, more than max_tokens %d with ignore_eos", *n, p.MaxTokens)
+		}
 	}
 	return nil
 }
