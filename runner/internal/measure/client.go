@@ -370,6 +370,9 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		case errors.Is(err, sse.ErrTooLarge):
 			fail(record.ErrEventTooLarge, fmt.Errorf("read stream after %d events: a line or event is larger than the %s limit: %w", len(events), openai.FormatSize(openai.MaxEvent), err))
 			failed = true
+		case errors.Is(err, sse.ErrNoEvent):
+			fail(record.ErrNoEvent, fmt.Errorf("read stream after %d events: the server sent only comments or fields without data, past the limit of %d lines or %s: %w", len(events), sse.DefaultMaxIdleLines, openai.FormatSize(openai.MaxEvent), err))
+			failed = true
 		case err != nil:
 			fail(classifyErr(ctx, reqCtx, err, record.ErrTruncated), fmt.Errorf("read stream after %d events: %w", len(events), err))
 			failed = true

@@ -214,6 +214,11 @@ func TestEventLimit(t *testing.T) {
 		// lines are long enough that the bytes read track it.
 		{"endless event", "", "data: " + strings.Repeat("x", 4090) + "\n", record.ErrEventTooLarge},
 		{"3 MiB event", big + okStream, "", record.ErrNone},
+		// Nothing but comments, or fields that dispatch nothing: bounded by lines, then by
+		// bytes when the lines are long.
+		{"endless comments", "", ": keep-alive\n", record.ErrNoEvent},
+		{"endless event lines", "", "event: ping\n\n", record.ErrNoEvent},
+		{"endless long comments", "", ":" + strings.Repeat("x", 4090) + "\n", record.ErrNoEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,7 +249,11 @@ func TestEventLimit(t *testing.T) {
 			if tt.want == record.ErrNone {
 				return
 			}
-			if want := "a line or event is larger than the 16 MiB limit"; !strings.Contains(rec.Error, want) {
+			want := "a line or event is larger than the 16 MiB limit"
+			if tt.want == record.ErrNoEvent {
+				want = "only comments or fields without data, past the limit of 10000 lines or 16 MiB"
+			}
+			if !strings.Contains(rec.Error, want) {
 				t.Errorf("error %q does not say %q", rec.Error, want)
 			}
 			if n := tr.n.Load(); n > limit+128<<10 {
