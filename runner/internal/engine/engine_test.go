@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/redact"
 )
@@ -1501,5 +1502,36 @@ func TestEndpointKeyNotAHeaderValue(t *testing.T) {
 	s.Stop(context.Background())
 	if n := hits.Load(); n == 0 {
 		t.Errorf("the valid key sent no request")
+	}
+}
+
+// TestReadyTimeoutFromTable checks that a server built in code, with no ready_timeout, waits
+// as long as the engine table says for its engine (30 s for endpoint and sim), not the 10
+// minutes meant for engines that load real weights; one that sets it keeps its own.
+func TestReadyTimeoutFromTable(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"remote-model"}]}`)
+	}))
+	defer ts.Close()
+	facts, ok := enginefacts.Lookup("endpoint")
+	if !ok || facts.ReadyTimeout == 0 || facts.ReadyTimeout == DefaultReadyTimeout {
+		t.Fatalf("the table's endpoint ready timeout %v says nothing of this test", facts.ReadyTimeout)
+	}
+	for _, tt := range []struct {
+		set, want time.Duration
+	}{{0, facts.ReadyTimeout}, {time.Minute, time.Minute}} {
+		s, err := Start(context.Background(), experiment.Server{Engine: "endpoint", URL: ts.URL, ReadyTimeout: tt.set}, StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.timeout != tt.want {
+			t.Errorf("ready_timeout %v: waits %v, want %v", tt.set, s.timeout, tt.want)
+		}
+		s.Stop(context.Background())
+	}
+	for _, e := range enginefacts.All() {
+		if got := readyTimeout(experiment.Server{Engine: e.Name}); got != e.ReadyTimeout {
+			t.Errorf("%s: ready timeout %v, want the table's %v", e.Name, got, e.ReadyTimeout)
+		}
 	}
 }
