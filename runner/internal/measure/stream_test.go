@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"testing/iotest"
 
 	"github.com/onelayerdown/runner/runner/internal/openai"
