@@ -113,10 +113,10 @@ func (c *Client) now() time.Time {
 	return time.Now()
 }
 
+// httpClient returns the client that sends the streaming requests, making it on first use.
+// HTTP is read under the lock too: a read outside it, while another request's goroutine makes
+// the client, is a data race.
 func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.HTTP == nil {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 	"testing/iotest"
+	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/record"
