@@ -10,8 +10,12 @@ SHELL       := bash
 LDFLAGS ?= -s -w
 # testprogress prints each package's line as it finishes, and which are still running.
 PROGRESS := $(GO) run ./.ci/testprogress
+# The packages that run goroutines of their own: the client's streams and load loops, the
+# server supervisor and its guard, the orchestration, the GPU sampler and the simulator.
+RACE_PKGS := ./runner/internal/measure ./runner/internal/sse ./runner/internal/engine \
+	./runner/internal/orchestrate ./runner/internal/telemetry ./runner/internal/sim
 
-.PHONY: help build test test-engine test-short test-k8s lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
+.PHONY: help build test test-race test-engine test-short test-k8s lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,6 +25,9 @@ build: ## build bin/runner
 
 test: ## run the test suite (minutes): every package, the simulator end to end; not the real engine
 	$(GO) test -json -count=1 -timeout 20m $(PKGS) | $(PROGRESS)
+
+test-race: ## run the tests of the packages with goroutines of their own under the race detector (minutes)
+	$(GO) test -race -json -count=1 -timeout 30m $(RACE_PKGS) | $(PROGRESS)
 
 test-engine: ollama ## run the tests that boot the real CPU engine (builds it first)
 	RUNNER_ENGINE_TESTS=1 $(GO) test -json -count=1 -timeout 20m -run '^TestCPUEngine' ./runner ./runner/internal/engine | $(PROGRESS)

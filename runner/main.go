@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -56,9 +57,43 @@ func main() {
 		hardExit.runAll()
 		os.Exit(130)
 	}()
-	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// A write to a broken stdout or stderr pipe (`runner run x.yaml | head -1`, once head has
+	// its line) kills a Go program with SIGPIPE unless the program asks for SIGPIPE with
+	// Notify: then the write returns EPIPE instead (os/signal, "SIGPIPE"; Ignore does not
+	// have this effect on fd 1 and 2). The run then goes on with stdout's output dropped, so
+	// that its folder is finished and its servers are stopped as in any other run. The
+	// channel is never read: a signal that finds it full is dropped, which is all it needs.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	stdout := &closableStdout{w: os.Stdout, stderr: os.Stderr}
+	err := dispatch(ctx, os.Args[1:], stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
+}
+
+// closableStdout passes writes on to w until one fails because its reader has gone (EPIPE);
+// from then on it drops them and reports success, so that a summary nobody can read does not
+// fail a run whose folder holds the results. The first such write says so on stderr.
+type closableStdout struct {
+	mu     sync.Mutex
+	w      io.Writer
+	stderr io.Writer
+	closed bool
+}
+
+// Write writes p to the standard output, or drops it once that is a closed pipe.
+func (c *closableStdout) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return len(p), nil
+	}
+	n, err := c.w.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		c.closed = true
+		fmt.Fprintln(c.stderr, prefixed("the standard output is closed; what it would show is dropped (the result folder is written)"))
+		return len(p), nil
+	}
+	return n, err
 }
 
 // duplicateSignal is how soon after a first SIGTERM a second one is taken for the same request

@@ -26,14 +26,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/redact"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-// testGrace is the stop grace period of the tests: the fake server exits at once on SIGTERM.
-const testGrace = 2 * time.Second
+// testGrace is the stop grace period of the tests whose fake server exits on SIGTERM: a
+// safety net only, since Stop returns as soon as the group is gone. A program built with the
+// race detector takes about a second to exit, more on a busy machine, and a server killed
+// after the grace makes Stop report an error.
+const testGrace = 30 * time.Second
 
 // start starts srv with test options and stops it at the end of the test.
 func start(t *testing.T, srv experiment.Server, opts StartOptions) (*Server, *syncBuffer, error) {
@@ -430,13 +434,16 @@ func TestBootFailureQuotesLogAndHint(t *testing.T) {
 func TestBootTimeout(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, "vllm")
-	srv := experiment.Server{Model: "m", ReadyTimeout: 800 * time.Millisecond, Env: f.env("FAKE_READY_AFTER", "1h", "FAKE_GRANDCHILD", "1")}
+	// The ready timeout runs from the start of the process, so it is long enough for a fake
+	// built with the race detector to start and answer 503 on a busy machine: the reason
+	// must quote what the server last said, not a refused connection.
+	srv := experiment.Server{Model: "m", ReadyTimeout: 5 * time.Second, Env: f.env("FAKE_READY_AFTER", "1h", "FAKE_GRANDCHILD", "1")}
 	_, _, err := start(t, srv, StartOptions{})
 	var be *BootError
 	if !errors.As(err, &be) {
 		t.Fatalf("Start: %v, want a *BootError", err)
 	}
-	if !strings.Contains(be.Reason, "not ready after 800ms") || !strings.Contains(be.Reason, "503") ||
+	if !strings.Contains(be.Reason, "not ready after 5s") || !strings.Contains(be.Reason, "503") ||
 		!strings.Contains(be.Hint, "server.ready_timeout") {
 		t.Errorf("reason %q, hint %q", be.Reason, be.Hint)
 	}
@@ -560,8 +567,8 @@ func TestContextCancelStopsTheServer(t *testing.T) {
 	cancel()
 	select {
 	case <-s.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server still runs 5s after its context was cancelled")
+	case <-time.After(time.Minute): // a safety net: the stop takes a second or two
+		t.Fatal("the server still runs a minute after its context was cancelled")
 	}
 	assertGone(t, pgid, pid, grandchild)
 	if err := s.Err(); err != nil {
@@ -624,11 +631,30 @@ func TestGuardWaitsWhileTheRunnerLives(t *testing.T) {
 func TestContextCancelDuringBoot(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, "vllm")
-	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	// The context ends once the server is up and answering 503 (it has written its pids),
+	// not after a timer that a busy machine may outrun before the server has started.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := Start(ctx, experiment.Server{Model: "m", Env: f.env("FAKE_READY_AFTER", "1h", "FAKE_GRANDCHILD", "1")}, StartOptions{StopGrace: testGrace})
+	started := make(chan struct{})
+	defer close(started)
+	go func() {
+		deadline := time.Now().Add(time.Minute) // a safety net: Start then fails on its own
+		for time.Now().Before(deadline) {
+			select {
+			case <-started:
+				return
+			default:
+			}
+			if b, err := os.ReadFile(f.pids); err == nil && len(b) > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := Start(ctx, experiment.Server{Model: "m", ReadyTimeout: 5 * time.Minute, Env: f.env("FAKE_READY_AFTER", "1h", "FAKE_GRANDCHILD", "1")}, StartOptions{StopGrace: testGrace})
 	var be *BootError
-	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &be) {
+	if !errors.Is(err, context.Canceled) || errors.As(err, &be) {
 		t.Fatalf("Start: %v, want the context's error and no boot failure", err)
 	}
 	pid, pgid, grandchild := f.procs(t)
@@ -704,6 +730,12 @@ func runFakeRunner(t *testing.T, mode, grandchild string) (*exec.Cmd, int, *fake
 	t.Helper()
 	f := newFake(t, "my-server")
 	env, err := json.Marshal(f.env("FAKE_GRANDCHILD", grandchild))
+	// A grandchild that ignores SIGTERM is there to be killed after the grace; any other
+	// server exits on SIGTERM, and a short grace would kill one slow to exit (a race build).
+	grace := testGrace.String()
+	if grandchild == "ignore" {
+		grace = "500ms"
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,7 +751,7 @@ func runFakeRunner(t *testing.T, mode, grandchild string) (*exec.Cmd, int, *fake
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self, mode)
-	cmd.Env = append(os.Environ(), roleEnv+"=runner", "FAKE_READY="+ready, "FAKE_SERVER_ENV="+string(env), "TMPDIR="+tmp)
+	cmd.Env = append(os.Environ(), roleEnv+"=runner", "FAKE_READY="+ready, "FAKE_SERVER_ENV="+string(env), "TMPDIR="+tmp, "FAKE_STOP_GRACE="+grace)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -729,7 +761,7 @@ func runFakeRunner(t *testing.T, mode, grandchild string) (*exec.Cmd, int, *fake
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a safety net
 	for {
 		b, err := os.ReadFile(ready)
 		if err == nil && len(b) > 0 {
@@ -819,7 +851,7 @@ func TestRunnerDiesAsTheGuardStarts(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("the runner: %v\n%s", err, out)
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(time.Minute) // a safety net
 		for {
 			left, err := os.ReadDir(tmp)
 			if err != nil {
@@ -1501,5 +1533,36 @@ func TestEndpointKeyNotAHeaderValue(t *testing.T) {
 	s.Stop(context.Background())
 	if n := hits.Load(); n == 0 {
 		t.Errorf("the valid key sent no request")
+	}
+}
+
+// TestReadyTimeoutFromTable checks that a server built in code, with no ready_timeout, waits
+// as long as the engine table says for its engine (30 s for endpoint and sim), not the 10
+// minutes meant for engines that load real weights; one that sets it keeps its own.
+func TestReadyTimeoutFromTable(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"remote-model"}]}`)
+	}))
+	defer ts.Close()
+	facts, ok := enginefacts.Lookup("endpoint")
+	if !ok || facts.ReadyTimeout == 0 || facts.ReadyTimeout == DefaultReadyTimeout {
+		t.Fatalf("the table's endpoint ready timeout %v says nothing of this test", facts.ReadyTimeout)
+	}
+	for _, tt := range []struct {
+		set, want time.Duration
+	}{{0, facts.ReadyTimeout}, {time.Minute, time.Minute}} {
+		s, err := Start(context.Background(), experiment.Server{Engine: "endpoint", URL: ts.URL, ReadyTimeout: tt.set}, StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.timeout != tt.want {
+			t.Errorf("ready_timeout %v: waits %v, want %v", tt.set, s.timeout, tt.want)
+		}
+		s.Stop(context.Background())
+	}
+	for _, e := range enginefacts.All() {
+		if got := readyTimeout(experiment.Server{Engine: e.Name}); got != e.ReadyTimeout {
+			t.Errorf("%s: ready timeout %v, want the table's %v", e.Name, got, e.ReadyTimeout)
+		}
 	}
 }

@@ -158,7 +158,7 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		portWait: orDefault(opts.PortReleaseTimeout, DefaultPortReleaseTimeout),
 		dir:      dir,
 		ownDir:   ownDir,
-		timeout:  orDefault(srv.ReadyTimeout, DefaultReadyTimeout),
+		timeout:  readyTimeout(srv),
 		model:    srv.Model,
 		done:     make(chan struct{}),
 		// Redirects are not followed: a readiness probe that followed one to a login page
@@ -370,6 +370,18 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// readyTimeout returns how long to wait for srv to become ready: its own ready_timeout, else
+// the engine table's default for its engine. An experiment file gets the table's default when
+// it is read; a server built in code (a test, a command that boots runner sim) does not, and
+// would otherwise wait the 10 minutes meant for engines that load real weights.
+func readyTimeout(srv experiment.Server) time.Duration {
+	def := DefaultReadyTimeout
+	if e, ok := enginefacts.Lookup(engineName(srv)); ok && e.ReadyTimeout > 0 {
+		def = e.ReadyTimeout
+	}
+	return orDefault(srv.ReadyTimeout, def)
 }
 
 // engineName returns the engine a server config names, the default when it names none.

@@ -113,10 +113,10 @@ func (c *Client) now() time.Time {
 	return time.Now()
 }
 
+// httpClient returns the client that sends the streaming requests, making it on first use.
+// HTTP is read under the lock too: a read outside it, while another request's goroutine makes
+// the client, is a data race.
 func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.HTTP == nil {
@@ -370,6 +370,9 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		case errors.Is(err, sse.ErrTooLarge):
 			fail(record.ErrEventTooLarge, fmt.Errorf("read stream after %d events: a line or event is larger than the %s limit: %w", len(events), openai.FormatSize(openai.MaxEvent), err))
 			failed = true
+		case errors.Is(err, sse.ErrNoEvent):
+			fail(record.ErrNoEvent, fmt.Errorf("read stream after %d events: the server sent only comments or fields without data, past the limit of %d lines or %s: %w", len(events), sse.DefaultMaxIdleLines, openai.FormatSize(openai.MaxEvent), err))
+			failed = true
 		case err != nil:
 			fail(classifyErr(ctx, reqCtx, err, record.ErrTruncated), fmt.Errorf("read stream after %d events: %w", len(events), err))
 			failed = true
@@ -390,6 +393,10 @@ func (c *Client) once(ctx context.Context, spec Spec, opts openai.Options) (reco
 		return rec, nil
 	}
 
+	if err := overCap(p, counts); err != nil {
+		fail(record.ErrImpossibleCount, err)
+		return rec, nil
+	}
 	c.countTokens(ctx, &rec, counts)
 	if err := ctx.Err(); err != nil {
 		// The run was stopped while the output was being counted: the counts may be missing,
@@ -421,6 +428,26 @@ func answerTokens(output *int, counts openai.Counts, reasoning bool) *int {
 	}
 	if counts.Usage != nil && counts.Usage.ReasoningTokens > 0 && counts.Usage.ReasoningTokens < *output {
 		return record.Int(*output - counts.Usage.ReasoningTokens)
+	}
+	return nil
+}
+
+// overCap returns an error when the stream counted more output tokens than max_tokens for a
+// request sent with ignore_eos. Such a request asks for exactly max_tokens, so a larger count
+// means either that the server generated past the cap (what was timed is not the request the
+// config describes) or that its counts are wrong (and with them the per-event counts that
+// tpot_token divides by); the two cannot be told apart, so the row is no measurement. Only the
+// stream's own counts are checked: /tokenize and tiktoken count the text again, and a second
+// tokenization may split it differently. Without ignore_eos the request may stop anywhere below
+// the cap and the check is not made.
+func overCap(p openai.Params, counts openai.Counts) error {
+	if p.IgnoreEOS == nil || !*p.IgnoreEOS || p.MaxTokens <= 0 {
+		return nil
+	}
+	for _, n := range []*int{counts.FromIDs, counts.FromCumulative, counts.FromUsage} {
+		if n != nil && *n > p.MaxTokens {
+			return fmt.Errorf("the stream counts %d output tokens, more than max_tokens %d with ignore_eos", *n, p.MaxTokens)
+		}
 	}
 	return nil
 }

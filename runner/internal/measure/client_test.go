@@ -760,3 +760,79 @@ func TestDegradeNotRememberedWhenUseless(t *testing.T) {
 		t.Errorf("options after a useless degradation: %+v, want %+v", got, want)
 	}
 }
+
+// TestImpossibleCounts checks the counts no generation can have. A usage with negative counts
+// is no count: the request stays a measurement, but its prompt and output tokens are unknown
+// (empty cells) rather than -3 and -7, and the output count falls to /tokenize when there is
+// one. A stream that counts more output tokens than max_tokens under ignore_eos broke the
+// request it was sent: it fails with the class impossible_count.
+func TestImpossibleCounts(t *testing.T) {
+	text := "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"text\":\" b\",\"finish_reason\":\"length\"}]}\n\n"
+	negative := text + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":-3,\"completion_tokens\":-7,\"total_tokens\":-10}}\n\ndata: [DONE]\n\n"
+	t.Run("negative usage", func(t *testing.T) {
+		for _, tokenize := range []bool{false, true} {
+			ts := serveStream(t, negative)
+			c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+			if tokenize {
+				c.Tokenize = func(context.Context, string) (int, error) { return 2, nil }
+			}
+			rec, err := c.Do(context.Background(), spec(openai.Completions, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != record.StatusOK {
+				t.Fatalf("tokenize %v: status %s: %s %s, want ok", tokenize, rec.Status, rec.ErrorClass, rec.Error)
+			}
+			if rec.PromptTokensReported != nil || rec.TokensFromUsage != nil {
+				t.Errorf("tokenize %v: prompt tokens %v, usage tokens %v; want both empty", tokenize, deref(rec.PromptTokensReported), deref(rec.TokensFromUsage))
+			}
+			want, source := any("<missing>"), record.SourceNone
+			if tokenize {
+				want, source = 2, record.SourceTokenize
+			}
+			if deref(rec.OutputTokens) != want || rec.TokenSource != source {
+				t.Errorf("tokenize %v: output tokens %v from %q, want %v from %q", tokenize, deref(rec.OutputTokens), rec.TokenSource, want, source)
+			}
+			if rec.TTFT == nil || rec.E2E == nil {
+				t.Errorf("tokenize %v: ttft %v, e2e %v; the timings stand without a count", tokenize, rec.TTFT, rec.E2E)
+			}
+		}
+	})
+	t.Run("over max_tokens", func(t *testing.T) {
+		for _, stream := range []string{
+			text + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3,\"total_tokens\":7}}\n\ndata: [DONE]\n\n",
+			"data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"token_ids\":[1,2]}]}\n\n" +
+				"data: {\"choices\":[{\"index\":0,\"text\":\" b\",\"token_ids\":[3],\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n",
+		} {
+			ts := serveStream(t, stream)
+			c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+			rec, err := c.Do(context.Background(), spec(openai.Completions, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != record.StatusFailed || rec.ErrorClass != record.ErrImpossibleCount {
+				t.Fatalf("status %s, class %q (%s); want failed, impossible_count", rec.Status, rec.ErrorClass, rec.Error)
+			}
+			if !strings.Contains(rec.Error, "3 output tokens") || !strings.Contains(rec.Error, "max_tokens 2") {
+				t.Errorf("error %q does not name the count and the cap", rec.Error)
+			}
+			if rec.TTFT != nil || rec.E2E != nil {
+				t.Errorf("a failed request has metrics: ttft %v, e2e %v", rec.TTFT, rec.E2E)
+			}
+		}
+	})
+	t.Run("at max_tokens, and over it without ignore_eos", func(t *testing.T) {
+		ts := serveStream(t, text+"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3,\"total_tokens\":7}}\n\ndata: [DONE]\n\n")
+		c := &Client{API: &openai.Client{BaseURL: ts.URL}}
+		for _, sp := range []Spec{spec(openai.Completions, 3), func() Spec { s := spec(openai.Completions, 2); s.Params.IgnoreEOS = nil; return s }()} {
+			rec, err := c.Do(context.Background(), sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != record.StatusOK {
+				t.Errorf("max_tokens %d: status %s: %s %s, want ok", sp.Params.MaxTokens, rec.Status, rec.ErrorClass, rec.Error)
+			}
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/openai"
 	"github.com/onelayerdown/runner/runner/internal/record"
@@ -214,6 +215,11 @@ func TestEventLimit(t *testing.T) {
 		// lines are long enough that the bytes read track it.
 		{"endless event", "", "data: " + strings.Repeat("x", 4090) + "\n", record.ErrEventTooLarge},
 		{"3 MiB event", big + okStream, "", record.ErrNone},
+		// Nothing but comments, or fields that dispatch nothing: bounded by lines, then by
+		// bytes when the lines are long.
+		{"endless comments", "", ": keep-alive\n", record.ErrNoEvent},
+		{"endless event lines", "", "event: ping\n\n", record.ErrNoEvent},
+		{"endless long comments", "", ":" + strings.Repeat("x", 4090) + "\n", record.ErrNoEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,7 +240,11 @@ func TestEventLimit(t *testing.T) {
 			defer ts.Close()
 			tr := &countingTransport{rt: NewHTTP().Transport}
 			c := &Client{API: &openai.Client{BaseURL: ts.URL}, HTTP: &http.Client{Transport: tr}}
-			rec, err := c.Do(context.Background(), spec(openai.Completions, 2))
+			// Reading 16 MiB takes seconds under the race detector on a busy machine: the
+			// request's deadline is only a safety net, far past what the limit needs.
+			sp := spec(openai.Completions, 2)
+			sp.Timeout = 5 * time.Minute
+			rec, err := c.Do(context.Background(), sp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +254,11 @@ func TestEventLimit(t *testing.T) {
 			if tt.want == record.ErrNone {
 				return
 			}
-			if want := "a line or event is larger than the 16 MiB limit"; !strings.Contains(rec.Error, want) {
+			want := "a line or event is larger than the 16 MiB limit"
+			if tt.want == record.ErrNoEvent {
+				want = "only comments or fields without data, past the limit of 10000 lines or 16 MiB"
+			}
+			if !strings.Contains(rec.Error, want) {
 				t.Errorf("error %q does not say %q", rec.Error, want)
 			}
 			if n := tr.n.Load(); n > limit+128<<10 {

@@ -69,6 +69,12 @@ func (u Usage) zero() bool {
 	return u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0
 }
 
+// negative reports whether any count is below zero. No generation has a negative number of
+// tokens, so such a usage is a fault of the server's reporting and counts nothing.
+func (u Usage) negative() bool {
+	return u.PromptTokens < 0 || u.CompletionTokens < 0 || u.TotalTokens < 0 || u.ReasoningTokens < 0
+}
+
 // StreamError is an error object a server sent inside the stream, after HTTP 200.
 type StreamError struct {
 	Message string // the server's message

@@ -23,6 +23,10 @@ import (
 //   - The final total: usage from the chunk whose choices are empty (the include_usage chunk);
 //     failing that, usage on the chunk that carries finish_reason (SGLang). A usage of all
 //     zeros is never trusted: ollama puts one on every chunk when include_usage is on.
+//   - A usage with a negative count is never used at all, on any chunk: no generation has a
+//     negative number of tokens, so none of its numbers is a count. Its prompt and completion
+//     tokens stay unknown (an empty cell, not a measurement of -3) and the output count falls
+//     to the next source; Counts.Notes says so.
 //
 // A chunk's tokens count toward Span when the chunk comes after the first text event, up to
 // and including the last one: tokens that arrive with the first text event, and tokens after
@@ -30,6 +34,8 @@ import (
 // tpot_token's definition asks.
 type Tally struct {
 	slots []slot
+	// negative is how many chunks carried a usage with a negative count, which was dropped.
+	negative int
 }
 
 // slot is what the Tally keeps of one chunk.
@@ -51,6 +57,10 @@ func (t *Tally) Add(c Chunk) {
 		done:    c.Done,
 		finish:  c.FinishReason != "",
 		usage:   c.Usage,
+	}
+	if c.Usage != nil && c.Usage.negative() {
+		s.usage = nil
+		t.negative++
 	}
 	if c.TokenIDs != nil {
 		s.ids, s.hasIDs = len(c.TokenIDs), true
@@ -105,6 +115,9 @@ type Counts struct {
 // Counts returns the conclusions from the chunks added so far.
 func (t *Tally) Counts() Counts {
 	var c Counts
+	if t.negative > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d chunks carried a usage with a negative count; it was ignored", t.negative))
+	}
 	first, last := -1, -1
 	for i, s := range t.slots {
 		if s.text {

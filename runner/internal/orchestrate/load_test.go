@@ -29,6 +29,51 @@ type loadSim struct {
 	peak    atomic.Int64
 	mu      sync.Mutex
 	prompts []string
+
+	// gateFrom and gateAt, when gateAt is above 0, hold the completions from the gateFrom-th
+	// (0-based) at the start of their response, inside the simulator and so counted in flight
+	// by it, until gateAt of them are held at once; then every one goes on, and later ones
+	// pass. A test that wants to see N requests in flight then sees them whatever the
+	// machine's load, rather than only when N happen to overlap.
+	gateFrom, gateAt int
+	atGate           int
+	gateOpen         chan struct{}
+}
+
+// gateWriter holds a response at its first header or body write, as loadSim's gate says.
+type gateWriter struct {
+	http.ResponseWriter
+	ls     *loadSim
+	passed bool
+}
+
+func (g *gateWriter) pass() {
+	if g.passed {
+		return
+	}
+	g.passed = true
+	g.ls.mu.Lock()
+	if g.ls.atGate++; g.ls.atGate == g.ls.gateAt {
+		close(g.ls.gateOpen)
+	}
+	g.ls.mu.Unlock()
+	// A safety net only: a gate that never fills fails the test's count, not its deadline.
+	t := time.NewTimer(time.Minute)
+	defer t.Stop()
+	select {
+	case <-g.ls.gateOpen:
+	case <-t.C:
+	}
+}
+
+func (g *gateWriter) WriteHeader(code int) { g.pass(); g.ResponseWriter.WriteHeader(code) }
+
+func (g *gateWriter) Write(b []byte) (int, error) { g.pass(); return g.ResponseWriter.Write(b) }
+
+func (g *gateWriter) Flush() {
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func startLoadSim(t *testing.T) *loadSim {
@@ -41,7 +86,7 @@ func startLoadSim(t *testing.T) *loadSim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := &loadSim{sim: s}
+	ls := &loadSim{sim: s, gateOpen: make(chan struct{})}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/completions" {
 			s.ServeHTTP(w, r)
@@ -51,8 +96,12 @@ func startLoadSim(t *testing.T) *loadSim {
 		var v struct{ Prompt string }
 		_ = json.Unmarshal(body, &v)
 		ls.mu.Lock()
+		gated := ls.gateAt > 0 && len(ls.prompts) >= ls.gateFrom
 		ls.prompts = append(ls.prompts, v.Prompt)
 		ls.mu.Unlock()
+		if gated {
+			w = &gateWriter{ResponseWriter: w, ls: ls}
+		}
 		n := ls.now.Add(1)
 		for p := ls.peak.Load(); n > p && !ls.peak.CompareAndSwap(p, n); p = ls.peak.Load() {
 		}
@@ -97,6 +146,9 @@ repetitions: 8
 // of the exact length asked for, and every row says how it was sent.
 func TestRunLoadPoints(t *testing.T) {
 	ls := startLoadSim(t)
+	// The first request and concurrency 1's ten go first; concurrency 4's ten are held until
+	// four are in flight at once.
+	ls.gateFrom, ls.gateAt = 11, 4
 	e, cfgs := loadExperiment(t, ls.url, "matrix:\n  load.concurrency: [1, 4]\n")
 	f, err := results.Create(t.TempDir(), e, cfgs, results.RunInfo{RunnerVersion: "test"})
 	if err != nil {

@@ -59,6 +59,12 @@ const (
 	ErrEncoding ErrorClass = "content_encoding"
 	// ErrRedirect: the server answered with a redirect (3xx), which the runner does not follow.
 	ErrRedirect ErrorClass = "redirect"
+	// ErrNoEvent: the stream sent only comments or fields without data (": keep-alive",
+	// "event:") past the limit on lines or bytes between two events.
+	ErrNoEvent ErrorClass = "no_event"
+	// ErrImpossibleCount: the stream counted more output tokens than max_tokens for a request
+	// sent with ignore_eos, which asks for exactly max_tokens (docs/metrics.md).
+	ErrImpossibleCount ErrorClass = "impossible_count"
 )
 
 // LoadMode says how the requests of a load point arrive.

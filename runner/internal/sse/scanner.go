@@ -32,10 +32,21 @@ const (
 	DefaultMaxSize = 1 << 20
 	// DefaultBufferSize is the default size of the first read buffer, in bytes.
 	DefaultBufferSize = 4096
+	// DefaultMaxIdleLines is the default limit on the lines between two events that carry no
+	// data (comments, other fields, blank lines that dispatch nothing). A server that sends a
+	// keep-alive comment every 15 s while it is busy reaches it after some 40 hours; one that
+	// sends nothing else in a loop, within a second.
+	DefaultMaxIdleLines = 10000
 )
 
 // ErrTooLarge is returned (wrapped) by Err when a line or an event's data exceeds the limit.
 var ErrTooLarge = errors.New("event too large")
+
+// ErrNoEvent is returned (wrapped) by Err when more lines, or more bytes, than the limits allow
+// arrive without an event: a stream of nothing but comments or "event:" lines. The data of an
+// event is bounded by the size limit; this bounds what comes between events in the same way,
+// so that such a stream ends the read rather than running until the caller's deadline.
+var ErrNoEvent = errors.New("no event")
 
 // maxEmptyReads is how many consecutive (0, nil) reads the Scanner tolerates before it gives
 // up with io.ErrNoProgress, as bufio.Scanner does.
@@ -81,6 +92,18 @@ func WithMaxSize(n int) Option {
 	}
 }
 
+// WithMaxIdleLines sets the limit on the lines that may arrive between two events without
+// carrying data. A stream that exceeds it stops with an error wrapping ErrNoEvent; so does one
+// whose bytes between two events, data lines aside, exceed the size limit (WithMaxSize). Values
+// below 1 keep the default.
+func WithMaxIdleLines(n int) Option {
+	return func(s *Scanner) {
+		if n > 0 {
+			s.maxIdle = n
+		}
+	}
+}
+
 // WithBufferSize sets the size of the first read buffer. The buffer grows as long lines need,
 // up to the size limit. Values below 16 keep the default.
 func WithBufferSize(n int) Option {
@@ -105,6 +128,7 @@ type Scanner struct {
 	r          io.Reader
 	now        func() time.Time
 	max        int
+	maxIdle    int
 	bufSize    int
 	spaceBlank bool
 
@@ -122,6 +146,9 @@ type Scanner struct {
 	searched   int  // bytes after start already searched for a line end, so none is scanned twice
 	pending    int  // raw bytes parsed since the last dispatched event
 	tail       int
+	// idleLines and idleBytes count the lines, and their bytes, since the last dispatched
+	// event that carried no data, for the limits that ErrNoEvent enforces.
+	idleLines, idleBytes int
 
 	data     []byte
 	haveData bool
@@ -134,7 +161,7 @@ type Scanner struct {
 
 // NewScanner returns a Scanner that reads from r.
 func NewScanner(r io.Reader, opts ...Option) *Scanner {
-	s := &Scanner{r: r, now: time.Now, max: DefaultMaxSize, bufSize: DefaultBufferSize}
+	s := &Scanner{r: r, now: time.Now, max: DefaultMaxSize, maxIdle: DefaultMaxIdleLines, bufSize: DefaultBufferSize}
 	for _, o := range opts {
 		o(s)
 	}
@@ -274,6 +301,18 @@ func (s *Scanner) nextLine() ([]byte, bool, error) {
 // processLine interprets one line and reports whether it dispatches an event.
 func (s *Scanner) processLine(line []byte) (bool, error) {
 	s.line++
+	if !bytes.HasPrefix(line, []byte("data")) || (len(line) > 4 && line[4] != ':') {
+		// Not a data line (those are bounded by the size of the event's data): a comment, a
+		// blank line or another field counts toward the limits on what comes between events.
+		s.idleLines++
+		s.idleBytes += len(line) + 1
+		if s.idleLines > s.maxIdle {
+			return false, fmt.Errorf("line %d: %d lines without an event: %w", s.line, s.maxIdle, ErrNoEvent)
+		}
+		if s.idleBytes > s.max {
+			return false, fmt.Errorf("line %d: more than %d bytes without an event: %w", s.line, s.max, ErrNoEvent)
+		}
+	}
 	if len(line) == 0 || (s.spaceBlank && isSpaces(line)) {
 		if !s.haveData {
 			s.typ = ""
@@ -339,6 +378,7 @@ func (s *Scanner) dispatch() {
 	}
 	s.ev = Event{Type: typ, ID: s.lastID, Data: s.data, Bytes: s.pending, At: s.readAt}
 	s.pending = 0
+	s.idleLines, s.idleBytes = 0, 0
 	s.data = s.data[:0]
 	s.haveData = false
 	s.typ = ""

@@ -268,6 +268,42 @@ func TestTooLarge(t *testing.T) {
 	}
 }
 
+// TestNoEvent checks the limits on what comes between two events: lines that carry no data
+// (comments, other fields, blank lines) count toward a line limit and a byte limit, and an
+// event resets both, so that keep-alives between events never add up.
+func TestNoEvent(t *testing.T) {
+	tests := []struct {
+		name, in string
+		events   int
+		err      string // "" for no error
+	}{
+		{"comments", strings.Repeat(": keep-alive\n", 11), 0, "line 11: 10 lines without an event"},
+		{"event fields", strings.Repeat("event: ping\n", 6) + strings.Repeat("id: 1\n", 5), 0, "line 11: 10 lines without an event"},
+		{"long comments", strings.Repeat(":"+strings.Repeat("x", 70)+"\n", 3), 0, "line 3: more than 200 bytes without an event"},
+		{"at the limit", strings.Repeat(": keep-alive\n", 9) + "data: a\n\n", 1, ""},
+		{"reset by events", strings.Repeat(strings.Repeat(": keep-alive\n", 9)+"data: a\n\n", 3), 3, ""},
+		{"data lines do not count", strings.Repeat("data\n", 20) + "\n", 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, sc := scanAll(t, strings.NewReader(tt.in), WithMaxSize(200), WithMaxIdleLines(10), WithBufferSize(16))
+			if len(evs) != tt.events {
+				t.Errorf("%d events, want %d", len(evs), tt.events)
+			}
+			err := sc.Err()
+			if tt.err == "" {
+				if err != nil {
+					t.Errorf("Err() = %v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNoEvent) || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Err() = %v, want ErrNoEvent saying %q", err, tt.err)
+			}
+		})
+	}
+}
+
 type zeroReader struct{}
 
 func (zeroReader) Read([]byte) (int, error) { return 0, nil }

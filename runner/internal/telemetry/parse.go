@@ -67,7 +67,8 @@ func DecodeReasons(mask uint64) []string {
 	return out
 }
 
-// timeLayout is nvidia-smi's timestamp: local time, to the millisecond.
+// timeLayout is nvidia-smi's timestamp: local time, to the millisecond, with no zone. The
+// sampler runs nvidia-smi with TZ=UTC, so that its local time is UTC.
 const timeLayout = "2006/01/02 15:04:05.000"
 
 // nfields is how many fields a sample line has.
@@ -76,7 +77,7 @@ const nfields = 10
 // ParseLine reads one line of the sampler's output. A value nvidia-smi cannot read ("[N/A]",
 // "[Not Supported]", "N/A") is left nil; a line that is not a sample (a message, a field
 // count that does not match, an index or timestamp that does not parse) is an error. The
-// timestamp is read in loc, the zone nvidia-smi prints in.
+// timestamp is read in loc, the zone nvidia-smi prints in (UTC, as the sampler runs it).
 func ParseLine(line string, loc *time.Location) (record.GPUSample, error) {
 	var s record.GPUSample
 	f := strings.Split(strings.TrimRight(line, "\r"), ",")

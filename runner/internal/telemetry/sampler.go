@@ -39,8 +39,6 @@ type Options struct {
 	// that whatever ends the server's group (its stop, or its guard when the runner dies) ends
 	// the sampler with it. Otherwise the sampler gets a group of its own.
 	ProcessGroup int
-	// Location is the time zone nvidia-smi prints its timestamps in; nil means time.Local.
-	Location *time.Location
 }
 
 // Sampler runs nvidia-smi as a child process and keeps its samples. The zero of *Sampler, nil,
@@ -85,9 +83,6 @@ func Start(ctx context.Context, o Options) *Sampler {
 	if o.Stall <= 0 {
 		o.Stall = max(20*o.Interval, 2*time.Second)
 	}
-	if o.Location == nil {
-		o.Location = time.Local
-	}
 	path := o.Path
 	if path == "" {
 		p, err := exec.LookPath("nvidia-smi")
@@ -109,7 +104,14 @@ func Start(ctx context.Context, o Options) *Sampler {
 	}
 	s.reasons = field
 	args := []string{"--query-gpu=" + Query(field), "--format=csv,noheader,nounits", "-lms", fmt.Sprint(o.Interval.Milliseconds())}
-	s.cmd = &exec.Cmd{Path: path, Args: append([]string{path}, args...), Stderr: &s.stderr}
+	// nvidia-smi prints its timestamps in local time without a zone, as the C library's
+	// localtime reads TZ. Reading them back in the runner's time.Local would be wrong whenever
+	// the two disagree (a TZ that Go cannot load falls back to UTC, a zone set for one process
+	// and not the other) and ambiguous for the hour a daylight-saving change repeats. With TZ=UTC
+	// in its environment (the last value of a name wins) it prints UTC, a clock with no zone and
+	// no repeated hour. Its own timestamp is kept rather than the moment a line arrives, because
+	// that is when the driver was asked, and its output may reach the runner in bursts.
+	s.cmd = &exec.Cmd{Path: path, Args: append([]string{path}, args...), Stderr: &s.stderr, Env: append(os.Environ(), "TZ=UTC")}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: max(o.ProcessGroup, 0), Pdeathsig: syscall.SIGKILL}
 	if o.ProcessGroup <= 1 {
 		s.cmd.SysProcAttr.Pgid = 0
@@ -186,7 +188,7 @@ func (s *Sampler) read(r io.Reader) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		smp, err := ParseLine(line, s.o.Location)
+		smp, err := ParseLine(line, time.UTC)
 		s.mu.Lock()
 		if err != nil {
 			if s.bad == 0 {

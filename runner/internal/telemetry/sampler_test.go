@@ -258,3 +258,32 @@ func TestSamplerDiesWithRunner(t *testing.T) {
 	cmd.Wait()
 	waitFor(t, "nvidia-smi gone after its runner was killed", 5*time.Second, func() bool { return gone(pid) })
 }
+
+// TestSamplerTimeZone runs the fake nvidia-smi, which stamps its samples with `date` in the
+// zone of its environment, under a zone five and a half hours east of UTC that the runner's
+// own clock does not use: the samples must still be stamped when they were taken (within a
+// minute of now, where a local time read in the wrong zone is hours off), since the requests
+// they are joined to are stamped on the runner's clock.
+func TestSamplerTimeZone(t *testing.T) {
+	fakePATH(t, "ok")
+	// A POSIX zone string: no tz database needed, and glibc's date honours it.
+	t.Setenv("TZ", "IST-5:30")
+	before := time.Now()
+	s := Start(context.Background(), Options{ServerID: "srv"})
+	if s == nil {
+		t.Fatal("no sampler")
+	}
+	pid := s.PID()
+	waitFor(t, "three samples", 30*time.Second, func() bool { return count(s) >= 3 || gone(pid) })
+	s.Stop()
+	got := s.Drain()
+	if len(got) < 3 {
+		t.Fatalf("%d samples (warning %q), want 3 or more", len(got), s.Warning())
+	}
+	after := time.Now()
+	for i, smp := range got {
+		if smp.Time.Before(before.Add(-time.Minute)) || smp.Time.After(after.Add(time.Minute)) {
+			t.Fatalf("sample %d stamped %s, taken between %s and %s", i, smp.Time, before.UTC(), after.UTC())
+		}
+	}
+}
