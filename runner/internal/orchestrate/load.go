@@ -86,11 +86,12 @@ func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
 	lr := &loadRun{rs: rs, c: c, ci: ci, seq0: seq0, recorded: make([]bool, n),
 		perRequest: c.Cache == "reset", resetOnce: c.Cache == "reset_per_config"}
 	if lr.resetOnce {
+		resetAt := time.Now()
 		if err := srv.ResetCache(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if goingDown(ctx, srv) {
+			if rs.down.goingDown(ctx, resetAt) {
 				return errServerGone
 			}
 			// A load point measured on a cache that was not emptied is not the one asked for.
@@ -174,8 +175,9 @@ func (lr *loadRun) rest(ctx context.Context, class record.ErrorClass, msg string
 // one (measure.RunLoad's prepare).
 func (lr *loadRun) prepare(ctx context.Context, i int) (measure.Spec, error) {
 	if lr.perRequest {
+		at := time.Now()
 		if err := lr.rs.srv.ResetCache(ctx); err != nil {
-			return measure.Spec{}, resetError{err}
+			return measure.Spec{}, resetError{err, at}
 		}
 	}
 	p := lr.base
@@ -190,7 +192,7 @@ func (lr *loadRun) prepare(ctx context.Context, i int) (measure.Spec, error) {
 // point is then partial, and a resume runs it again whole. It returns errServerGone when the
 // request's failure shows that the server exited.
 func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
-	c, srv := lr.c, lr.rs.srv
+	c, down := lr.c, lr.rs.down
 	j := lr.job(r.Index)
 	rec := r.Record
 	if r.Err != nil {
@@ -198,7 +200,7 @@ func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
 		if !errors.As(r.Err, &re) || ctx.Err() != nil {
 			return nil // not sent: the run was interrupted
 		}
-		if goingDown(ctx, srv) {
+		if down.goingDown(ctx, re.at) {
 			return errServerGone
 		}
 		rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
@@ -219,7 +221,7 @@ func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
 		lr.clientTTFT += *rec.TTFT
 		lr.withTTFT++
 	}
-	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && goingDown(ctx, srv) {
+	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && down.goingDown(ctx, rec.Start) {
 		return errServerGone
 	}
 	return nil
@@ -241,8 +243,11 @@ func (lr *loadRun) recordServer(ctx context.Context, before *openai.Metrics, bef
 	return nil
 }
 
-// resetError is a cache reset that failed before a request of a load point.
-type resetError struct{ err error }
+// resetError is a cache reset that failed before a request of a load point, begun at at.
+type resetError struct {
+	err error
+	at  time.Time
+}
 
 func (e resetError) Error() string { return "reset the prefix cache: " + e.err.Error() }
 

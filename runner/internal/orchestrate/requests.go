@@ -87,11 +87,12 @@ func (rs *serverRun) request(ctx context.Context, j measure.Job) error {
 	rec := record.Request{}
 	resetOK := true
 	if rs.reset {
+		resetAt := time.Now()
 		if err := srv.ResetCache(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if goingDown(ctx, srv) {
+			if rs.down.goingDown(ctx, resetAt) {
 				return errServerGone
 			}
 			if ctx.Err() != nil {
@@ -130,7 +131,7 @@ func (rs *serverRun) request(ctx context.Context, j measure.Job) error {
 	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) {
 		// A broken connection may be the server dying: if it is, the next turn of the
 		// loop sees its exit and fails the rest of its requests with the reason.
-		goingDown(ctx, srv)
+		rs.down.goingDown(ctx, rec.Start)
 	}
 	return nil
 }
