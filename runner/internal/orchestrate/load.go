@@ -94,6 +94,11 @@ func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
 			if rs.down.goingDown(ctx, resetAt) {
 				return errServerGone
 			}
+			if ctx.Err() != nil {
+				// Interrupted while the server's state was decided: the load point is
+				// left partial, not recorded as failed resets.
+				return ctx.Err()
+			}
 			// A load point measured on a cache that was not emptied is not the one asked for.
 			return lr.rest(ctx, record.ErrCacheReset, "reset the prefix cache before the load point: "+err.Error())
 		}
@@ -202,6 +207,9 @@ func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
 		}
 		if down.goingDown(ctx, re.at) {
 			return errServerGone
+		}
+		if ctx.Err() != nil {
+			return nil // interrupted while the server's state was decided: not a failed reset
 		}
 		rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
 			Error: "reset the prefix cache: " + re.err.Error(), Start: time.Now().UTC(), InFlight: 0}
