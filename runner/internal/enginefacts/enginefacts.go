@@ -139,7 +139,8 @@ var table = []Engine{
 		CanReset:     true, ResetEnv: "VLLM_SERVER_DEV_MODE", KeyEnv: "VLLM_API_KEY",
 	},
 	{
-		// A server already running at server.url; the reset is tried when the runner connects.
+		// A server already running at server.url; the reset is tried when the runner connects,
+		// unless every config keeps the cache.
 		Name:         "endpoint",
 		Fields:       []string{"model", "max_model_len", "ready_timeout", "url", "api_key_env", "ready_path"},
 		Passes:       []string{"model", "url", "api_key_env", "ready_path"},

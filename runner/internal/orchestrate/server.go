@@ -129,7 +129,19 @@ func (rs *serverRun) boot(ctx context.Context, logw io.Writer, logName string) (
 		Progress:   bootOutput{rs.subs, rs.g.serverID},
 		Executable: rs.o.Executable,
 		StopGrace:  rs.o.StopGrace,
+		KeepCache:  rs.g.keepsCache(),
 	})
+}
+
+// keepsCache reports whether every config of the group keeps the server's cache (cache:
+// keep): the run then never empties it, not even to find out whether it could.
+func (g group) keepsCache() bool {
+	for _, c := range g.configs {
+		if c.Cache != "keep" {
+			return false
+		}
+	}
+	return true
 }
 
 // bootFailed records a boot that failed with err: the server's row with the error, then every
