@@ -167,7 +167,7 @@ func TestLoadPointScrapeFails(t *testing.T) {
 			if n := strings.Count(progress, "its /metrics failed"); n != 1 {
 				t.Errorf("%d warnings about /metrics, want 1:\n%s", n, progress)
 			}
-			if !strings.Contains(note, "stopped") {
+			if !strings.Contains(note, "of GET /metrics failed (the first: ") {
 				t.Errorf("server note %q", note)
 			}
 			reqs, err := results.ReadRequests(dir)

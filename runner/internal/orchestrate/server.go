@@ -201,7 +201,7 @@ func (rs *serverRun) end() {
 	rs.ended = true
 	rs.stop()
 	if rs.sc != nil {
-		rs.info.ServerMetrics = rs.sc.note
+		rs.info.ServerMetrics = rs.sc.serverNote()
 	}
 	finishServer(rs.subs, rs.info, rs.srv)
 }
