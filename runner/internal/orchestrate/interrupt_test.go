@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/sim"
 )
@@ -78,5 +79,44 @@ func TestInterruptWhileDecidingDown(t *testing.T) {
 				t.Errorf("%d rows recorded, want only the first request's", len(rows))
 			}
 		})
+	}
+}
+
+// TestInterruptAfterLoadPointLastRow checks that a load point's rows and its server row
+// (load_server.csv) are recorded as a pair, from a resume's point of view: the run is stopped
+// as soon as the load point's last request row is recorded. Either that row comes after the
+// server row, or the load point is left partial, so that a resume runs it again whole; never
+// is it whole without its server row.
+func TestInterruptAfterLoadPointLastRow(t *testing.T) {
+	ls := startLoadSim(t)
+	e, cfgs := loadExperiment(t, ls.url, "load:\n  concurrency: 2\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	want := experiment.Requests(cfgs) // the first request, 2 warm-ups, 8 measured
+	rows, scraped := 0, 0
+	var scrapedAt int // rows recorded when the server row was
+	stop := SubscriberFunc(func(ev Event) error {
+		switch ev.(type) {
+		case RequestMeasured, RequestNotSent:
+			if rows++; rows == want {
+				cancel()
+			}
+		case LoadPointScraped:
+			scraped++
+			scrapedAt = rows
+		}
+		return nil
+	})
+	_, err := Run(ctx, Options{Experiment: e, Configs: cfgs, Subscribers: []Subscriber{stop}})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	switch {
+	case rows < want:
+		// Partial: a resume discards the rows and runs the load point again.
+	case scraped != 1:
+		t.Errorf("the load point's %d rows are all recorded, but %d server rows, want 1", rows, scraped)
+	case scrapedAt != want-1:
+		t.Errorf("the server row came after %d rows, want before the last (%d)", scrapedAt, want-1)
 	}
 }
