@@ -56,6 +56,14 @@ func (rs *serverRun) send(ctx context.Context, pending iter.Seq[measure.Job]) er
 			return rs.serverExited(ctx, from(j))
 		}
 		c := rs.g.configs[j.Config]
+		if msg := rs.prompts.tooShort(c); msg != "" {
+			// No prompt of its length exists on this server: the config fails, not
+			// the server, whose other configs are sent as usual.
+			if err := rs.failAll(ctx, func(yield func(measure.Job) bool) { yield(j) }, record.ErrPromptTooShort, msg); err != nil {
+				return err
+			}
+			continue
+		}
 		if c.Load != nil && j.Phase != record.PhaseFirst {
 			// A load point: this job and the rest of its config's, sent as one block.
 			n := configRequests(c)
@@ -158,6 +166,9 @@ func (rs *serverRun) rewarm(ctx context.Context) error {
 	for _, j := range warm {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if rs.prompts.tooShort(rs.g.configs[j.Config]) != "" {
+			continue // never sent: its rows are failures
 		}
 		if rs.reset {
 			if err := rs.srv.ResetCache(ctx); err != nil && ctx.Err() != nil {
