@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/plan"
 	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
@@ -13,7 +14,10 @@ const validateDescription = `
 Check experiment files against the JSON Schema (schema/experiment.schema.json) and the rules a
 schema cannot express: unknown or misplaced fields, matrix axes that name no field, empty or
 repeated axes and values, and, for every config the matrix expands to, that prompt_tokens +
-max_tokens fits max_model_len and that every field applies to the config's engine.
+max_tokens fits max_model_len and that every field applies to the config's engine. A config
+whose prompt_tokens is below what its engine bills for the shortest prompt, where that floor is
+known in advance (the simulator's), is warned of on stderr as FILE: warning: MESSAGE; the file
+stays valid, and the run fails only that config's requests, as prompt_too_short.
 
 Every problem of every file is printed, one per line, as FILE:LINE:COLUMN: FIELD: MESSAGE. The
 exit status is 0 when all files are valid and 2 when any is not.`
@@ -38,6 +42,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		t := plan.New(e, cfgs).Totals
 		if _, err := fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", f, tabular.Plural(t.Configs, "config"), tabular.Plural(t.Servers, "server")); err != nil {
 			return err
+		}
+		for _, w := range experiment.PromptFloorWarnings(cfgs) {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", f, w)
 		}
 	}
 	if len(problems) == 0 {

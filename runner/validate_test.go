@@ -87,3 +87,16 @@ func TestFlagsAndFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateWarnsPromptFloor checks that runner validate warns of a prompt_tokens below the
+// simulator's known floor, naming the file and the config, and that the file stays valid.
+func TestValidateWarnsPromptFloor(t *testing.T) {
+	out, errOut, code := runCmd(t, "validate", "testdata/validate/floor.yaml")
+	if code != 0 || !strings.Contains(out, "testdata/validate/floor.yaml: ok (3 configs, 1 server)") {
+		t.Errorf("exit %d, stdout %q, want the file valid", code, out)
+	}
+	want := "testdata/validate/floor.yaml: warning: config prompt_tokens=1: prompt_tokens 1 is below the 4 tokens engine sim bills for its shortest completions prompt, so its requests will fail as prompt_too_short\n"
+	if errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+}

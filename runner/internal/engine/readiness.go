@@ -164,7 +164,7 @@ func (s *Server) finishBoot(ctx context.Context) error {
 		s.version = openai.ParseVersion(b)
 		break
 	}
-	if s.launch.Reset != nil || s.launch.ResetPath != "" {
+	if (s.launch.Reset != nil || s.launch.ResetPath != "") && !s.noProbe {
 		if err := s.reset(qctx, h); err != nil {
 			s.log.note("prefix cache reset unavailable: %v", err)
 		} else {

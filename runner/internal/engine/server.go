@@ -54,6 +54,10 @@ type StartOptions struct {
 	// PortReleaseTimeout bounds how long Stop waits for the server's port to be free again;
 	// 0 means DefaultPortReleaseTimeout.
 	PortReleaseTimeout time.Duration
+	// KeepCache says that the run never empties the server's prefix cache (cache: keep), so
+	// Start does not probe the reset either: the probe empties the cache, and a server the
+	// runner did not boot may be serving others. CanResetCache is then false.
+	KeepCache bool
 }
 
 // Server is a running, ready inference server (or, for engine: endpoint, one that was already
@@ -81,6 +85,7 @@ type Server struct {
 	version  string
 	bootTime time.Duration
 	canReset bool
+	noProbe  bool        // StartOptions.KeepCache: the reset is not probed
 	ready    atomic.Bool // readiness was reached: the server held its port
 
 	cmd       *exec.Cmd
@@ -156,6 +161,7 @@ func Start(ctx context.Context, srv experiment.Server, opts StartOptions) (*Serv
 		progress: orDiscard(opts.Progress),
 		grace:    orDefault(opts.StopGrace, DefaultStopGrace),
 		portWait: orDefault(opts.PortReleaseTimeout, DefaultPortReleaseTimeout),
+		noProbe:  opts.KeepCache,
 		dir:      dir,
 		ownDir:   ownDir,
 		timeout:  readyTimeout(srv),

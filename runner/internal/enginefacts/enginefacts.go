@@ -71,6 +71,11 @@ type Engine struct {
 	// that may serve one (endpoint, command) is scraped, and a scrape that finds nothing is
 	// noted then.
 	NoMetrics bool
+	// PromptFloors are, by request API (completions, chat), the fewest prompt tokens the
+	// engine bills for any prompt: its shortest, one word with the special tokens or chat
+	// template it adds. Only an engine whose tokenizer and template are fixed has them (the
+	// simulator); a prompt_tokens below one cannot be built, and validation warns of it.
+	PromptFloors map[string]int
 }
 
 // bootFields are the server fields of every engine the runner boots: the address it binds to,
@@ -137,9 +142,15 @@ var table = []Engine{
 		Defaults:     map[string]string{"host": DefaultHost, "model": "sim-model"},
 		ReadyTimeout: 30 * time.Second,
 		CanReset:     true, ResetEnv: "VLLM_SERVER_DEV_MODE", KeyEnv: "VLLM_API_KEY",
+		// Its toy tokenizer and chat template (runner/internal/sim) bill <s> and the shortest
+		// synthesised prompt, one filler word of three tokens; in chat, the template's six
+		// markers and line breaks around it too. A test in orchestrate checks them against
+		// the simulator.
+		PromptFloors: map[string]int{"completions": 4, "chat": 10},
 	},
 	{
-		// A server already running at server.url; the reset is tried when the runner connects.
+		// A server already running at server.url; the reset is tried when the runner connects,
+		// unless every config keeps the cache.
 		Name:         "endpoint",
 		Fields:       []string{"model", "max_model_len", "ready_timeout", "url", "api_key_env", "ready_path"},
 		Passes:       []string{"model", "url", "api_key_env", "ready_path"},
@@ -193,6 +204,17 @@ func CanReset(name string) bool {
 func ServesMetrics(name string) bool {
 	e, ok := Lookup(name)
 	return !ok || !e.NoMetrics
+}
+
+// PromptFloor returns the fewest prompt tokens the engine called name bills on request API api
+// (Engine.PromptFloors); ok is false when the table does not know it.
+func PromptFloor(name, api string) (floor int, ok bool) {
+	e, found := Lookup(name)
+	if !found {
+		return 0, false
+	}
+	floor, ok = e.PromptFloors[api]
+	return floor, ok
 }
 
 // Takes reports whether an experiment file may set the server field for the engine.

@@ -164,7 +164,8 @@ type ConfigDone struct {
 }
 
 // ServerMetricsFailed says that a scrape of a server's /metrics failed (garbage, a timeout, an
-// endpoint gone): its requests from here on have no server-side cells. Told once per server.
+// endpoint gone): the requests around a failed scrape have no server-side cells, and the scrape
+// is tried again after a backoff. Told once per server, at the first failure.
 type ServerMetricsFailed struct {
 	ServerID string
 	Err      error

@@ -83,15 +83,21 @@ var errServerGone = errors.New("server exited")
 func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
 	srv, c := rs.srv, rs.g.configs[ci]
 	rs.subs.tell(LoadPointStarted{ServerID: rs.g.serverID, Config: c, Requests: n})
-	lr := &loadRun{rs: rs, c: c, ci: ci, seq0: seq0, recorded: make([]bool, n),
+	lr := &loadRun{rs: rs, c: c, ci: ci, seq0: seq0, recorded: make([]bool, n), left: n,
 		perRequest: c.Cache == "reset", resetOnce: c.Cache == "reset_per_config"}
 	if lr.resetOnce {
+		resetAt := time.Now()
 		if err := srv.ResetCache(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if goingDown(ctx, srv) {
+			if rs.down.goingDown(ctx, resetAt) {
 				return errServerGone
+			}
+			if ctx.Err() != nil {
+				// Interrupted while the server's state was decided: the load point is
+				// left partial, not recorded as failed resets.
+				return ctx.Err()
 			}
 			// A load point measured on a cache that was not emptied is not the one asked for.
 			return lr.rest(ctx, record.ErrCacheReset, "reset the prefix cache before the load point: "+err.Error())
@@ -102,6 +108,7 @@ func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
 	// the two scrapes.
 	before := rs.sc.scrape(ctx)
 	beforeAt := time.Now()
+	lr.holdLast = before != nil
 	lr.distinct = distinctPrompts(c)
 	// The body's parameters are the same for every request of the load point but the prompt
 	// of a distinct one: built once here, copied for each request (its maps are only read).
@@ -116,12 +123,15 @@ func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
 	switch {
 	case errors.Is(err, errServerGone):
 		rs.subs.tell(ServerExited{ServerID: rs.g.serverID, Engine: rs.g.server.Engine, Err: srv.Err()})
+		if ferr := lr.flush(); ferr != nil {
+			return ferr
+		}
 		if ferr := lr.rest(ctx, record.ErrServer, "server exited: "+errString(srv.Err())); ferr != nil {
 			return ferr
 		}
 		return errServerGone
 	case err != nil:
-		return err
+		return err // a held last row is dropped: the load point is partial
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
@@ -129,6 +139,9 @@ func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
 		if err := lr.recordServer(ctx, before, beforeAt); err != nil {
 			return err
 		}
+	}
+	if err := lr.flush(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
@@ -138,7 +151,16 @@ type loadRun struct {
 	rs       *serverRun
 	c        experiment.Config
 	ci, seq0 int    // the config's index in the group, and the sequence number of its first request
-	recorded []bool // by request: recorded already
+	recorded []bool // by request: recorded already (or held)
+	left     int    // requests neither recorded nor held
+
+	// holdLast is set when the load point gets a server row (load_server.csv): its last
+	// request row is held until that row is recorded, so that a run stopped in between leaves
+	// the load point partial (a resume runs it again whole) rather than whole without its
+	// server row. held is that row.
+	holdLast bool
+	held     *RequestMeasured
+	heldJob  measure.Job
 
 	perRequest bool          // the cache is emptied before every request (cache: reset)
 	resetOnce  bool          // the cache is emptied before the load point (cache: reset_per_config)
@@ -174,8 +196,9 @@ func (lr *loadRun) rest(ctx context.Context, class record.ErrorClass, msg string
 // one (measure.RunLoad's prepare).
 func (lr *loadRun) prepare(ctx context.Context, i int) (measure.Spec, error) {
 	if lr.perRequest {
+		at := time.Now()
 		if err := lr.rs.srv.ResetCache(ctx); err != nil {
-			return measure.Spec{}, resetError{err}
+			return measure.Spec{}, resetError{err, at}
 		}
 	}
 	p := lr.base
@@ -190,7 +213,7 @@ func (lr *loadRun) prepare(ctx context.Context, i int) (measure.Spec, error) {
 // point is then partial, and a resume runs it again whole. It returns errServerGone when the
 // request's failure shows that the server exited.
 func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
-	c, srv := lr.c, lr.rs.srv
+	c, down := lr.c, lr.rs.down
 	j := lr.job(r.Index)
 	rec := r.Record
 	if r.Err != nil {
@@ -198,8 +221,11 @@ func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
 		if !errors.As(r.Err, &re) || ctx.Err() != nil {
 			return nil // not sent: the run was interrupted
 		}
-		if goingDown(ctx, srv) {
+		if down.goingDown(ctx, re.at) {
 			return errServerGone
+		}
+		if ctx.Err() != nil {
+			return nil // interrupted while the server's state was decided: not a failed reset
 		}
 		rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
 			Error: "reset the prefix cache: " + re.err.Error(), Start: time.Now().UTC(), InFlight: 0}
@@ -211,27 +237,43 @@ func (lr *loadRun) done(ctx context.Context, r measure.LoadResult) error {
 	if r.Err == nil {
 		rec.PromptBuilt = lr.rs.prompts.builtBy(c)
 	}
-	if err := lr.rs.recorded(j, RequestMeasured{Config: c, Record: rec}); err != nil {
+	ev := RequestMeasured{Config: c, Record: rec}
+	if lr.holdLast && lr.left == 1 {
+		lr.held, lr.heldJob = &ev, j
+	} else if err := lr.rs.recorded(j, ev); err != nil {
 		return err
 	}
 	lr.recorded[r.Index] = true
+	lr.left--
 	if rec.TTFT != nil {
 		lr.clientTTFT += *rec.TTFT
 		lr.withTTFT++
 	}
-	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && goingDown(ctx, srv) {
+	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) && down.goingDown(ctx, rec.Start) {
 		return errServerGone
 	}
 	return nil
 }
 
+// flush records the held last row of the load point, if any.
+func (lr *loadRun) flush() error {
+	if lr.held == nil {
+		return nil
+	}
+	ev := *lr.held
+	lr.held = nil
+	return lr.rs.recorded(lr.heldJob, ev)
+}
+
 // recordServer scrapes the server's metrics after the load point and records what they say
-// of it, from before (scraped at beforeAt) to now. A failed scrape records nothing.
+// of it, from before (scraped at beforeAt) to now. A failed scrape records nothing; one that
+// the run's interrupt cut short returns ctx's error, so that the held last row is not recorded
+// without the server row.
 func (lr *loadRun) recordServer(ctx context.Context, before *openai.Metrics, beforeAt time.Time) error {
 	rs, c := lr.rs, lr.c
 	after := rs.sc.scrape(ctx)
 	if after == nil {
-		return nil
+		return ctx.Err()
 	}
 	row := results.LoadServerRow{ConfigID: c.ID, ServerID: c.ServerID, Before: beforeAt.UTC(), After: time.Now().UTC(),
 		LoadServer: rs.sc.loadPoint(before, after, lr.clientTTFT, lr.withTTFT)}
@@ -241,8 +283,11 @@ func (lr *loadRun) recordServer(ctx context.Context, before *openai.Metrics, bef
 	return nil
 }
 
-// resetError is a cache reset that failed before a request of a load point.
-type resetError struct{ err error }
+// resetError is a cache reset that failed before a request of a load point, begun at at.
+type resetError struct {
+	err error
+	at  time.Time
+}
 
 func (e resetError) Error() string { return "reset the prefix cache: " + e.err.Error() }
 

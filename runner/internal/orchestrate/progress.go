@@ -74,7 +74,7 @@ func (p *Progress) Handle(e Event) error {
 	case StopFailed:
 		p.problem("%v", e.Err)
 	case ServerMetricsFailed:
-		p.problem("server %s: its /metrics failed, so its requests from here on have no server-side timings: %v", e.ServerID, e.Err)
+		p.problem("server %s: its /metrics failed, so the requests around a failed scrape have no server-side timings (it is tried again after a backoff): %v", e.ServerID, e.Err)
 	case ServerNotRecorded:
 		p.problem("record server %s: %v", e.ServerID, e.Err)
 	case TelemetryFailed:

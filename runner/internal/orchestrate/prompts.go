@@ -50,6 +50,29 @@ type promptSet struct {
 	text    map[promptKey]string
 	built   map[promptKey]string
 	letters map[string]string // by route; alphabet when not set
+	// short says why a length cannot be built: it is below what the server bills for its
+	// shortest prompt. Only the configs that ask for it fail; the server's others run.
+	short map[promptKey]string
+}
+
+// tooShort returns why config c's prompt could not be built because its prompt_tokens is
+// below the server's floor, or "" when it was built or is written out.
+func (ps *promptSet) tooShort(c experiment.Config) string {
+	if ps == nil || c.Request.PromptTokens <= 0 {
+		return ""
+	}
+	return ps.short[keyOf(c)]
+}
+
+// floorMessage says that n tokens on route api are fewer than floor, what the server bills
+// for its shortest prompt.
+func floorMessage(api string, n, floor int) string {
+	what := "one word with the special tokens or template it adds"
+	if api == string(openai.Chat) {
+		what = "one word inside its chat template"
+	}
+	return fmt.Sprintf("prompt_tokens %d is below the %d tokens this server bills for its shortest prompt, %s: ask for at least %d",
+		n, floor, what, floor)
 }
 
 // prompt returns the synthesised prompt of key k.
@@ -92,10 +115,12 @@ func (ps *promptSet) prefix(c experiment.Config, i int) string {
 //     reports, when the server answers neither.
 //
 // A prompt_tokens value below the server's floor (its fixed overhead: one word already counts
-// more) is an error that names the config. Load points with distinct prompts get the letters
+// more) cannot be built: it is kept in the set's short, and only the configs that ask for it
+// fail (record.ErrPromptTooShort). Load points with distinct prompts get the letters
 // of their prefixes chosen so that every prefix counts the same (prefixLetters).
 func preparePrompts(ctx context.Context, g group, api *openai.Client, model string, tk *tokens.Tiktoken, server bool) (*promptSet, error) {
-	ps := &promptSet{text: map[promptKey]string{}, built: map[promptKey]string{}, letters: map[string]string{}}
+	ps := &promptSet{text: map[promptKey]string{}, built: map[promptKey]string{}, letters: map[string]string{},
+		short: map[promptKey]string{}}
 	timeout := probeTimeout(g)
 	counters := map[string]tokens.Counter{} // by route, chosen once
 	for _, c := range g.configs {
@@ -104,6 +129,9 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 			continue
 		}
 		if _, ok := ps.text[k]; ok {
+			continue
+		}
+		if _, ok := ps.short[k]; ok {
 			continue
 		}
 		counter := counters[k.api]
@@ -131,8 +159,8 @@ func preparePrompts(ctx context.Context, g group, api *openai.Client, model stri
 		}
 		text, _, err := tokens.Synthesize(ctx, counter, k.n, 0)
 		if fe := (*tokens.FloorError)(nil); errors.As(err, &fe) {
-			return nil, fmt.Errorf("config %s: prompt_tokens %d is below what this server bills for the shortest prompt, %d tokens by %s (a template or special tokens it adds to every prompt): ask for at least %d",
-				c.Label, k.n, fe.Floor, counter.Name(), fe.Floor)
+			ps.short[k] = floorMessage(k.api, k.n, fe.Floor)
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("config %s: a prompt of %d tokens by %s: %w", c.Label, k.n, counter.Name(), err)

@@ -230,8 +230,9 @@ func (f *templated) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestPreparePromptsCalibrated checks the calibration on a server without /tokenize whose
 // count includes a template: every prompt, distinct prefixes included, is billed exactly N
-// tokens; it takes few probes; and a prompt below the template's floor, a server that fails
-// part way, and one whose counts are not monotone each give an error that says so.
+// tokens; it takes few probes; a prompt below the template's floor is not built, and says why,
+// while the server's other lengths are; and a server that fails part way, and one whose counts
+// are not monotone, each give an error that says so.
 func TestPreparePromptsCalibrated(t *testing.T) {
 	tk, err := tokens.NewTiktoken("")
 	if err != nil {
@@ -252,15 +253,18 @@ func TestPreparePromptsCalibrated(t *testing.T) {
 		configs []experiment.Config
 		maxPerN int    // probes per prompt, at most
 		wantErr string // "" for success; else what the error says, parts separated by " | "
+		// wantShort is how the reason a config's prompt was not built begins, for the one
+		// config below the floor; "" when every prompt is built.
+		wantShort string
 	}{
-		{"completions", templated{overhead: 7}, []experiment.Config{cfg("completions", 16, false), cfg("completions", 128, false), cfg("completions", 1000, false)}, 16, ""},
-		{"chat", templated{overhead: 55}, []experiment.Config{cfg("chat", 64, false), cfg("chat", 512, false)}, 16, ""},
-		{"distinct prefixes", templated{overhead: 7}, []experiment.Config{cfg("completions", 64, true), cfg("completions", 300, true)}, 16 + 27, ""},
+		{"completions", templated{overhead: 7}, []experiment.Config{cfg("completions", 16, false), cfg("completions", 128, false), cfg("completions", 1000, false)}, 16, "", ""},
+		{"chat", templated{overhead: 55}, []experiment.Config{cfg("chat", 64, false), cfg("chat", 512, false)}, 16, "", ""},
+		{"distinct prefixes", templated{overhead: 7}, []experiment.Config{cfg("completions", 64, true), cfg("completions", 300, true)}, 16 + 27, "", ""},
 		{"below the floor", templated{overhead: 55}, []experiment.Config{cfg("completions", 128, false), cfg("completions", 16, false)}, 16,
-			"config completions,prompt_tokens=16: prompt_tokens 16 is below what this server bills for the shortest prompt, 56 tokens"},
+			"", "prompt_tokens 16 is below the 56 tokens this server bills for its shortest prompt"},
 		{"fails part way", templated{overhead: 7, failAfter: 3}, []experiment.Config{cfg("completions", 128, false)}, 16,
-			"config completions,prompt_tokens=128: a prompt of 128 tokens by calibrated on usage.prompt_tokens: | 500 Internal Server Error"},
-		{"not monotone", templated{overhead: 7, shuffle: true}, []experiment.Config{cfg("completions", 50, false)}, 16, "counts are not monotone"},
+			"config completions,prompt_tokens=128: a prompt of 128 tokens by calibrated on usage.prompt_tokens: | 500 Internal Server Error", ""},
+		{"not monotone", templated{overhead: 7, shuffle: true}, []experiment.Config{cfg("completions", 50, false)}, 16, "counts are not monotone", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.fake
@@ -283,8 +287,16 @@ func TestPreparePromptsCalibrated(t *testing.T) {
 				t.Errorf("%d probes for %d prompts, want at most %d", f.probes, len(tc.configs), max)
 			}
 			t.Logf("%d probes for %d prompts", f.probes, len(tc.configs))
+			short := 0
 			for _, c := range tc.configs {
 				k := keyOf(c)
+				if why := ps.tooShort(c); why != "" || tc.wantShort != "" && k.n == 16 {
+					short++
+					if tc.wantShort == "" || !strings.HasPrefix(why, tc.wantShort) {
+						t.Errorf("%s: not built because %q, want %q", c.Label, why, tc.wantShort)
+					}
+					continue
+				}
 				if got := ps.builtBy(c); got != calibrated {
 					t.Errorf("%s: built by %q, want %q", c.Label, got, calibrated)
 				}
@@ -302,6 +314,9 @@ func TestPreparePromptsCalibrated(t *testing.T) {
 						t.Fatalf("%s: request %d with prefix %q is billed %d tokens", c.Label, i, ps.prefix(c, i), got)
 					}
 				}
+			}
+			if want := map[bool]int{true: 1}[tc.wantShort != ""]; short != want {
+				t.Errorf("%d configs not built, want %d", short, want)
 			}
 		})
 	}

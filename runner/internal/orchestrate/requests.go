@@ -56,6 +56,14 @@ func (rs *serverRun) send(ctx context.Context, pending iter.Seq[measure.Job]) er
 			return rs.serverExited(ctx, from(j))
 		}
 		c := rs.g.configs[j.Config]
+		if msg := rs.prompts.tooShort(c); msg != "" {
+			// No prompt of its length exists on this server: the config fails, not
+			// the server, whose other configs are sent as usual.
+			if err := rs.failAll(ctx, func(yield func(measure.Job) bool) { yield(j) }, record.ErrPromptTooShort, msg); err != nil {
+				return err
+			}
+			continue
+		}
 		if c.Load != nil && j.Phase != record.PhaseFirst {
 			// A load point: this job and the rest of its config's, sent as one block.
 			n := configRequests(c)
@@ -87,11 +95,12 @@ func (rs *serverRun) request(ctx context.Context, j measure.Job) error {
 	rec := record.Request{}
 	resetOK := true
 	if rs.reset {
+		resetAt := time.Now()
 		if err := srv.ResetCache(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if goingDown(ctx, srv) {
+			if rs.down.goingDown(ctx, resetAt) {
 				return errServerGone
 			}
 			if ctx.Err() != nil {
@@ -130,7 +139,7 @@ func (rs *serverRun) request(ctx context.Context, j measure.Job) error {
 	if rec.Status != record.StatusOK && (rec.ErrorClass == record.ErrTruncated || rec.ErrorClass == record.ErrConnect) {
 		// A broken connection may be the server dying: if it is, the next turn of the
 		// loop sees its exit and fails the rest of its requests with the reason.
-		goingDown(ctx, srv)
+		rs.down.goingDown(ctx, rec.Start)
 	}
 	return nil
 }
@@ -157,6 +166,9 @@ func (rs *serverRun) rewarm(ctx context.Context) error {
 	for _, j := range warm {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if rs.prompts.tooShort(rs.g.configs[j.Config]) != "" {
+			continue // never sent: its rows are failures
 		}
 		if rs.reset {
 			if err := rs.srv.ResetCache(ctx); err != nil && ctx.Err() != nil {

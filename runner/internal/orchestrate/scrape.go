@@ -17,19 +17,35 @@ import (
 // scrapeTimeout bounds one scrape of /metrics. A variable so that tests can shorten it.
 var scrapeTimeout = 2 * time.Second
 
+// scrapeBackoff is how long the scraper leaves /metrics alone after a failed scrape; it doubles
+// with every failure in a row, up to scrapeBackoffMax, and a scrape that works ends it. A
+// variable so that a test can retry at once.
+var scrapeBackoff = time.Second
+
+// scrapeBackoffMax bounds the wait between two tries of a /metrics that keeps failing.
+const scrapeBackoffMax = time.Minute
+
 // scraper reads a server's /metrics around its requests and turns the differences into the
-// server-side cells of a request (one at a time) or of a load point (several in flight). The
-// first scrape that fails turns it off for the rest of the server's requests: one warning per
-// server, and no request waits for a /metrics that hangs more than once.
+// server-side cells of a request (one at a time) or of a load point (several in flight). A
+// scrape that fails is tried again after a backoff (scrapeBackoff): a /metrics that failed
+// once, a scrape cut off by a busy server, need not cost the server's every later cell, and one
+// that hangs costs a request at most one scrapeTimeout per backoff. The run warns once per
+// server, and the server's note counts the failures.
 type scraper struct {
 	fetch    func(ctx context.Context) (*openai.Metrics, error)
 	names    openai.ServerNames
 	detected bool
-	// off is set when the server has no metrics the runner reads, or a scrape failed; note
-	// says why, or which names were read.
+	// off is set when the server has no metrics the runner reads; note says why, or which
+	// names were read.
 	off  bool
 	note string
-	// failed is called once, with the error, when a scrape fails.
+	// failures counts the scrapes that failed, first is the first one's error, and no scrape
+	// is tried before retry; backoff is the wait after the next failure.
+	failures int
+	first    error
+	retry    time.Time
+	backoff  time.Duration
+	// failed is called once, with the error, when a scrape first fails.
 	failed func(error)
 }
 
@@ -42,10 +58,11 @@ func newScraper(engineName string, api *openai.Client, failed func(error)) *scra
 	return s
 }
 
-// scrape returns the server's metrics now, or nil when the scraper is off or the scrape
-// failed. The first scrape finds out which engine's names the server serves.
+// scrape returns the server's metrics now, or nil when the scraper is off, waits out a failure
+// or the scrape failed. The first scrape that works finds out which engine's names the server
+// serves.
 func (s *scraper) scrape(ctx context.Context) *openai.Metrics {
-	if s == nil || s.off {
+	if s == nil || s.off || time.Now().Before(s.retry) {
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
@@ -59,17 +76,15 @@ func (s *scraper) scrape(ctx context.Context) *openai.Metrics {
 			err = fmt.Errorf("GET /metrics took longer than %s: %w", scrapeTimeout, err)
 		}
 		var he *openai.HTTPError
-		if errors.As(err, &he) && !s.detected {
+		if errors.As(err, &he) && !s.detected && he.Status < 500 {
 			// A server without metrics, not a broken one: no warning, a note.
 			s.off, s.note = true, fmt.Sprintf("no server-side timings: GET /metrics answered %d", he.Status)
 			return nil
 		}
-		s.off, s.note = true, "server-side timings stopped: "+err.Error()
-		if s.failed != nil {
-			s.failed(err)
-		}
+		s.fail(err)
 		return nil
 	}
+	s.backoff = 0
 	if !s.detected {
 		n, ok := openai.DetectServerNames(m)
 		if !ok {
@@ -80,6 +95,47 @@ func (s *scraper) scrape(ctx context.Context) *openai.Metrics {
 		s.note = "server-side timings from GET /metrics (" + n.Dialect + " names: " + strings.Join(n.Served(), ", ") + ")"
 	}
 	return m
+}
+
+// fail counts a failed scrape, warns of the first, and sets when the next one may be tried.
+func (s *scraper) fail(err error) {
+	s.failures++
+	if s.first == nil {
+		s.first = err
+		if s.failed != nil {
+			s.failed(err)
+		}
+	}
+	s.retry = time.Now().Add(s.backoff)
+	s.backoff = min(max(2*s.backoff, scrapeBackoff), scrapeBackoffMax)
+	if s.failures == 1 {
+		s.retry = time.Now().Add(scrapeBackoff)
+	}
+}
+
+// serverNote returns what the server's row says of its /metrics: which names were read or why
+// none were, and how many scrapes failed, with the first failure's error.
+func (s *scraper) serverNote() string {
+	if s == nil {
+		return ""
+	}
+	if s.failures == 0 {
+		return s.note
+	}
+	failed := fmt.Sprintf("%s failed (the first: %v), and the requests around a failed scrape have no server-side cells",
+		plural(s.failures, "scrape of GET /metrics", "scrapes of GET /metrics"), s.first)
+	if s.note == "" {
+		return "no server-side timings: " + failed
+	}
+	return s.note + "; " + failed
+}
+
+// plural returns n and the noun, one or many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // fill sets the server-side fields of rec, one request alone on the server, from the scrapes

@@ -28,6 +28,7 @@ type metricsFault struct {
 	mu    sync.Mutex
 	after int // scrapes served normally before the fault starts
 	kind  string
+	once  bool // the fault strikes one scrape, and the later ones are served
 	n     int
 }
 
@@ -35,7 +36,7 @@ func (f *metricsFault) next() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
-	if f.n <= f.after {
+	if f.n <= f.after || (f.once && f.n > f.after+1) {
 		return ""
 	}
 	return f.kind
@@ -172,7 +173,7 @@ func TestBadMetricsLoseNoRows(t *testing.T) {
 	scrapeTimeout = 200 * time.Millisecond
 	tests := []struct {
 		kind  string
-		after int // scrapes that work: the engine's reset probe, then two per request
+		after int // scrapes that work, two per request (cache: keep: no reset probe reads /metrics)
 		want  string
 	}{
 		{"garbage", 0, "text format parsing error"},
@@ -185,7 +186,7 @@ func TestBadMetricsLoseNoRows(t *testing.T) {
 			if n := strings.Count(progress, "its /metrics failed"); n != 1 || !strings.Contains(progress, tt.want) {
 				t.Errorf("%d warnings, want one naming %q:\n%s", n, tt.want, progress)
 			}
-			if !strings.Contains(note, "stopped") {
+			if !strings.Contains(note, "of GET /metrics failed (the first: ") {
 				t.Errorf("server note %q", note)
 			}
 			with := 0
@@ -229,5 +230,32 @@ func TestCacheHitAfterResetFlagged(t *testing.T) {
 	}
 	if !warned {
 		t.Error("the summary does not warn about the cache")
+	}
+}
+
+// TestScrapeRetriedAfterFailure: one failed scrape of /metrics does not turn the scraping off
+// for the server: the next one, after the backoff (none here), is tried, and the rows after it
+// have their server cells again. The failures are counted in the server's note of the manifest,
+// and the run warns once.
+func TestScrapeRetriedAfterFailure(t *testing.T) {
+	defer func(d time.Duration) { scrapeBackoff = d }(scrapeBackoff)
+	scrapeBackoff = 0
+	// The third scrape (the second request's before) serves garbage; every other one works.
+	url := startScrapeSim(t, &metricsFault{kind: "garbage", after: 2, once: true})
+	reqs, progress, note := scrapeRun(t, url, "keep")
+	if n := strings.Count(progress, "its /metrics failed"); n != 1 {
+		t.Errorf("%d warnings, want one:\n%s", n, progress)
+	}
+	if !strings.Contains(note, "1 scrape of GET /metrics failed") {
+		t.Errorf("server note %q does not count the failed scrape", note)
+	}
+	with := 0
+	for _, r := range reqs {
+		if r.ServerTTFT != nil {
+			with++
+		}
+	}
+	if with != 8 {
+		t.Errorf("%d rows with server timings, want 8: all but the one whose scrape failed", with)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/http"
 	"strings"
 	"time"
 
@@ -53,6 +52,7 @@ func runServer(ctx context.Context, o Options, gi, ngroups int, g group, tk *tok
 		return rs.bootFailed(ctx, err, bootStart, pending)
 	}
 	rs.srv, rs.info = srv, serverInfo(g, srv, bootStart)
+	rs.down = &downWatch{srv: srv}
 	// The GPUs are sampled while the server runs: from now until it stops or exits (see
 	// startTelemetry), never longer.
 	rs.sampler = startTelemetry(ctx, o, g.serverID, srv)
@@ -99,6 +99,7 @@ type serverRun struct {
 	srv     *engine.Server
 	info    results.ServerInfo // the server's row, as its end records it
 	sampler *telemetry.Sampler // nil without a GPU to sample
+	down    *downWatch         // whether the server is going down, decided once for failures at once
 	stopped bool               // stop has run
 	ended   bool               // end has run
 
@@ -128,7 +129,19 @@ func (rs *serverRun) boot(ctx context.Context, logw io.Writer, logName string) (
 		Progress:   bootOutput{rs.subs, rs.g.serverID},
 		Executable: rs.o.Executable,
 		StopGrace:  rs.o.StopGrace,
+		KeepCache:  rs.g.keepsCache(),
 	})
+}
+
+// keepsCache reports whether every config of the group keeps the server's cache (cache:
+// keep): the run then never empties it, not even to find out whether it could.
+func (g group) keepsCache() bool {
+	for _, c := range g.configs {
+		if c.Cache != "keep" {
+			return false
+		}
+	}
+	return true
 }
 
 // bootFailed records a boot that failed with err: the server's row with the error, then every
@@ -188,7 +201,7 @@ func (rs *serverRun) end() {
 	rs.ended = true
 	rs.stop()
 	if rs.sc != nil {
-		rs.info.ServerMetrics = rs.sc.note
+		rs.info.ServerMetrics = rs.sc.serverNote()
 	}
 	finishServer(rs.subs, rs.info, rs.srv)
 }
@@ -254,73 +267,6 @@ func (rs *serverRun) buildPrompts(ctx context.Context) error {
 	}
 	rs.prompts = prompts
 	return nil
-}
-
-// exitWait bounds how long goingDown waits for a server that does not answer to exit. A
-// variable so that a test can make a wait that should not happen obvious.
-var exitWait = time.Second
-
-// process is what goingDown needs of a server; *engine.Server is one.
-type process interface {
-	Exited() bool
-	Done() <-chan struct{}
-	PID() int
-	BaseURL() string
-}
-
-var _ process = (*engine.Server)(nil)
-
-// goingDown reports whether the server process has exited, after a request failed the way a
-// dying server makes it fail (a stream cut off, a connection refused or reset). The client can
-// see its connection drop a moment before the process is reaped, so goingDown waits for the
-// exit, up to exitWait, but only until the server answers an HTTP request (any status): a
-// server that answers is alive, and the run goes on at once. A server without a process
-// (engine: endpoint) has no exit to wait for. When ctx ends, so does the wait. This way the
-// rest of a dead server's requests fail at once with the reason, not one by one as refused
-// connections, and a failure on a live server costs no pause.
-func goingDown(ctx context.Context, srv process) bool {
-	if srv.Exited() {
-		return true
-	}
-	if srv.PID() == 0 {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, exitWait)
-	defer cancel()
-	alive := make(chan struct{})
-	go func() {
-		if answers(ctx, srv.BaseURL()) {
-			close(alive)
-		}
-	}()
-	select {
-	case <-srv.Done():
-		return true
-	case <-alive:
-		return false
-	case <-ctx.Done():
-		return srv.Exited()
-	}
-}
-
-// answers reports whether the server at baseURL answers a GET of its root over a new
-// connection, with any status. A pooled connection could be one the server dropped, and a TCP
-// connection alone proves little: a dying process's listening socket can still complete a
-// handshake for a moment.
-func answers(ctx context.Context, baseURL string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/", nil)
-	if err != nil {
-		return false
-	}
-	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<12))
-	resp.Body.Close()
-	return true
 }
 
 // finishServer records how the server ended.

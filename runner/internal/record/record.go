@@ -48,6 +48,10 @@ const (
 	ErrCanceled    ErrorClass = "canceled"     // the runner was interrupted mid-request
 	ErrServer      ErrorClass = "server"       // the server for this config could not be booted
 	ErrCacheReset  ErrorClass = "cache_reset"  // the prefix cache could not be reset before it
+	// ErrPromptTooShort: the config's prompt_tokens is below what the server bills for its
+	// shortest prompt (one word with its template or special tokens), so no prompt of that
+	// length exists; the request was not sent.
+	ErrPromptTooShort ErrorClass = "prompt_too_short"
 	// ErrEventTooLarge: one line or event of the stream was larger than the runner reads (the
 	// limit is in the error text).
 	ErrEventTooLarge ErrorClass = "event_too_large"
