@@ -30,7 +30,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // can be trusted.
 func parseYAML(file string, data []byte) (root *yaml.Node, err *Error) {
 	if len(data) > maxFileSize {
-		return nil, &Error{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("file is %d bytes, more than the limit of %d", len(data), maxFileSize)}
+		return nil, &Error{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("file is %d bytes, more than the limit of %s", len(data), sizeLimit)}
 	}
 	defer func() {
 		// yaml.v3 has panicked on malformed input in the past; a broken file must be an error,
