@@ -81,6 +81,7 @@ type Server struct {
 	version  string
 	bootTime time.Duration
 	canReset bool
+	resetErr error       // why the reset probe failed, when it did
 	ready    atomic.Bool // readiness was reached: the server held its port
 
 	cmd       *exec.Cmd
