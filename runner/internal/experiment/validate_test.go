@@ -32,6 +32,12 @@ var validationCases = []struct {
 	// yaml.v3 names the line of the value before the tab; the error must point at the tab.
 	{"tab after a value", head + "server:\n  model: m\n\tengine: sim\n", []string{"5:1: invalid YAML: found a tab character that violates indentation"}, false},
 	{"tab after a value, indented", head + "server:\n  model: m\n  \t engine: sim\n", []string{"5:3: invalid YAML: found a tab character that violates indentation"}, false},
+	// yaml.v3 reads the whole input before it parses, and places what it cannot read at 1:1;
+	// the error must point at the offending byte.
+	{"invalid UTF-8", head + okServer + "request:\n  prompt: h\xffi\n  max_tokens: 8\n", []string{"6:12: invalid YAML: invalid leading UTF-8 octet (byte 0xff)"}, false},
+	{"truncated UTF-8", head + "description: caf\xc3\n" + okServer + okRequest, []string{"3:17: invalid YAML: "}, false},
+	{"control character", head + "description: \"a\x07b\"\n" + okServer + okRequest, []string{"3:16: invalid YAML: control characters are not allowed (U+0007)"}, false},
+	{"control character after a multi-byte one", head + okServer + okRequest + "description: é\x01\n", []string{"8:15: invalid YAML: control characters are not allowed (U+0001)"}, false},
 	{"empty file", "", []string{"1:1: file is empty"}, false},
 	{"only comments", "# nothing here\n", []string{"1:1: file is empty"}, false},
 	{"two documents", head + okServer + okRequest + "---\nversion: 1\n", []string{"8:1: more than one YAML document"}, false},
