@@ -76,6 +76,15 @@ var validationCases = []struct {
 	{"order mode typo", head + okServer + okRequest + "order: {mode: random, seed: 1}\n", []string{"8:15: order.mode: must be one of sequential, interleaved, shuffled, not \"random\""}, true},
 	{"order seed not shuffled", head + okServer + okRequest + "order: {mode: interleaved, seed: 1}\n", []string{"8:34: order.seed: a seed applies only to order mode shuffled, not interleaved"}, false},
 	{"order seed as text", head + okServer + okRequest + "order: {mode: shuffled, seed: abc}\n", []string{"8:31: order.seed: must be an integer, not \"abc\""}, true},
+	// An integer beyond int64 is out of range, printed as written, not "not an integer, 1e+26".
+	{"integer beyond int64", head + okServer + "request:\n  prompt: hi\n  max_tokens: 100000000000000000000000000\n", []string{"7:15: request.max_tokens: must be at most 1000000000, not 100000000000000000000000000"}, true},
+	{"integer beyond int64, unbounded", head + okServer + okRequest + "load:\n  seed: -100000000000000000000000000\n", []string{"9:9: load.seed: is out of range: must be between -9223372036854775808 and 9223372036854775807, not -100000000000000000000000000"}, false},
+	{"integer beyond int64 in an axis", head + okServer + "request:\n  prompt: hi\nmatrix:\n  request.max_tokens: [8, 0x1000000000000000000]\n", []string{"8:27: matrix.request.max_tokens[1]: must be at most 1000000000, not 0x1000000000000000000"}, true},
+	{"order seed beyond int64", head + okServer + okRequest + "order: {mode: shuffled, seed: 99999999999999999999}\n", []string{"8:31: order.seed: is out of range: must be between -9223372036854775808 and 9223372036854775807, not 99999999999999999999"}, false},
+	// A number is printed as written, never expanded to 301 digits.
+	{"huge rate", head + okServer + okRequest + "load:\n  rate: 1e300\n", []string{"9:9: load.rate: must be at most 1000000, not 1e300"}, true},
+	{"huge rate in an axis", head + okServer + okRequest + "matrix:\n  load.rate: [1, 1e300]\n", []string{"9:18: matrix.load.rate[1]: must be at most 1000000, not 1e300"}, true},
+	{"negative huge burstiness", head + okServer + okRequest + "load:\n  burstiness: -1.5E+200\n", []string{"9:15: load.burstiness: must be above 0, not -1.5E+200"}, true},
 	{"order unknown key", head + okServer + okRequest + "order: {mode: shuffled, sede: 1}\n", []string{"8:25: order.sede: unknown field \"sede\" (did you mean \"seed\"?)"}, true},
 	{"timeouts unknown key", head + okServer + okRequest + "timeouts:\n  requests: 5m\n", []string{"9:3: timeouts.requests: unknown field \"requests\" (did you mean \"request\"?)"}, true},
 	{"timeout without unit", head + okServer + okRequest + "timeouts:\n  request: 300\n", []string{"9:12: timeouts.request: must be a duration with a unit, such as \"300s\""}, true},
