@@ -199,7 +199,7 @@ var validationCases = []struct {
 	{"endpoint without url", head + "server:\n  engine: endpoint\n  model: m\n" + okRequest, []string{"3:1: server.url: is required for engine endpoint"}, false},
 	{"endpoint with port", head + "server:\n  engine: endpoint\n  model: m\n  url: http://h\n  port: 8000\n" + okRequest, []string{"7:9: server.port: does not apply to engine endpoint; it is for vllm, sglang, llamacpp, ollama, command, sim"}, false},
 	{"dtype on a swept engine", head + "server:\n  model: m\n  dtype: half\n" + okRequest + "matrix:\n  server.engine: [vllm, llamacpp]\n",
-		[]string{"5:10: server.dtype: does not apply to engine llamacpp; it is for vllm, sglang (config engine=llamacpp)"}, false},
+		[]string{"5:10: server.dtype: does not apply to engine llamacpp; it is for vllm, sglang, sim (config engine=llamacpp)"}, false},
 	{"command missing", head + "server:\n  engine: command\n  model: m\n" + okRequest, []string{"3:1: server.command: is required for engine command"}, false},
 	{"command without port", head + "server:\n  engine: command\n  model: m\n  command: [srv, --port, \"8000\"]\n" + okRequest, []string{"6:12: server.command: must pass the port with a {port} placeholder, or server.port must be set"}, false},
 	{"entrypoint on sglang", head + "server:\n  engine: sglang\n  model: m\n  entrypoint: serve\n" + okRequest, []string{"6:15: server.entrypoint: does not apply to engine sglang; it is for vllm"}, false},
