@@ -14,6 +14,13 @@ import (
 func ReadFile(path string) (*Experiment, error) {
 	info, err := os.Stat(path)
 	if err != nil {
+		// What cannot be stat'ed cannot be opened, and open names the failure as users know
+		// it: "open x.yaml: no such file or directory".
+		if f, oerr := os.Open(path); oerr != nil {
+			err = oerr
+		} else {
+			f.Close()
+		}
 		return nil, fmt.Errorf("read experiment: %w", err)
 	}
 	if !info.Mode().IsRegular() {
