@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -83,7 +84,8 @@ func commands() []command {
 }
 
 // dispatch dispatches the command line to a subcommand. A first argument that is not a subcommand is
-// an experiment file: `runner FILE` is `runner run FILE`.
+// an experiment file when it ends in .yaml or .yml or names an existing file: `runner FILE` is
+// `runner run FILE`.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		printUsage(stderr)
@@ -104,10 +106,18 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return commandError(c.nameIn(args[1:]), c.run(ctx, args[1:], stdout, stderr))
 		}
 	}
-	if strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+	if strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || exists(name) {
 		return commandError("run", cmdRun(ctx, args, stdout, stderr))
 	}
-	return usageError("unknown command %q (run 'runner help' for a list)", name)
+	return usageError("no command %s, and no file %s (run 'runner help' for the commands)", name, name)
+}
+
+// exists reports whether a path names something on disk, so that `runner FILE` runs an
+// experiment file whatever its extension (base.exp), and a name that is neither a command nor
+// a file is reported as both.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // printUsage writes the command list and returns the first write error.

@@ -520,7 +520,7 @@ func TestRunBootFailure(t *testing.T) {
 		t.Fatalf("--quiet: exit %d, want 1\n%s\n%s", code, stdout, stderr)
 	}
 	checkNoSurvivors(t, marker)
-	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "pass --dtype half in server.args") {
+	if !strings.Contains(stderr, "failed to boot") || !strings.Contains(stderr, "set server.dtype: half") {
 		t.Errorf("--quiet: stderr lacks the boot failure and its hint:\n%s", stderr)
 	}
 	if strings.Contains(stderr, "booting") || strings.Contains(stderr, "requests to send") {

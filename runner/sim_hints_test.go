@@ -19,7 +19,7 @@ func TestSimBootFailuresGetHints(t *testing.T) {
 		set  func(*sim.Config)
 		want string // a substring of the hint
 	}{
-		{"bf16", func(c *sim.Config) { c.BootFailure = "bf16" }, "pass --dtype half in server.args"},
+		{"bf16", func(c *sim.Config) { c.BootFailure = "bf16" }, "set server.dtype: half"},
 		{"bf16 on a T4", func(c *sim.Config) { c.GPU, c.Dtype = "Tesla T4", "bfloat16" }, "Tesla T4, compute capability 7.5"},
 		{"kv-cache", func(c *sim.Config) { c.BootFailure = "kv-cache"; c.MaxModelLen = 2048 }, "lower server.max_model_len to at most 1024"},
 		{"oom", func(c *sim.Config) { c.BootFailure = "oom" }, "ran out of memory"},

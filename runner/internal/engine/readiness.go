@@ -165,8 +165,13 @@ func (s *Server) finishBoot(ctx context.Context) error {
 		break
 	}
 	if (s.launch.Reset != nil || s.launch.ResetPath != "") && !s.noProbe {
-		if err := s.reset(qctx, h); err != nil {
+		// The probe may wait for a busy server to become idle (idleWait): a shorter bound would
+		// cut that wait and pass a busy server off as one without a reset.
+		rctx, rcancel := context.WithTimeout(ctx, idleWait+30*time.Second)
+		defer rcancel()
+		if err := s.reset(rctx, h); err != nil {
 			s.log.note("prefix cache reset unavailable: %v", err)
+			s.resetErr = err
 		} else {
 			s.canReset = true
 		}

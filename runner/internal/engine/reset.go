@@ -44,12 +44,30 @@ func waitIdle(ctx context.Context, h *Hook) error {
 			return nil
 		}
 		if !time.Now().Before(deadline) {
-			return fmt.Errorf("the server still runs or queues %g request(s) after %s; a reset now would be declined", busy, idleWait)
+			return &BusyError{Requests: busy, Waited: idleWait}
 		}
 		if err := sleepCtx(ctx, idlePoll); err != nil {
 			return err
 		}
 	}
+}
+
+// BusyError is the error of a cache reset that was not sent because the server still ran or
+// queued requests when the wait for it to become idle ran out: a reset then would be declined.
+// It tells a server that offers the reset but is busy (an endpoint shared with other traffic)
+// from one that offers none.
+type BusyError struct {
+	Requests float64       // the requests the server ran and queued at the last look
+	Waited   time.Duration // how long the reset waited for them to end
+}
+
+// Error says what was waited for and for how long.
+func (e *BusyError) Error() string {
+	noun := "requests"
+	if e.Requests == 1 {
+		noun = "request"
+	}
+	return fmt.Sprintf("the server still ran or queued %g %s after %s", e.Requests, noun, e.Waited)
 }
 
 // inFlight returns the requests the server runs and queues, summed over its engines; known is
@@ -88,6 +106,11 @@ func sglangReset(ctx context.Context, h *Hook) error {
 // CanResetCache reports whether the server offers a prefix cache reset (it answered the reset
 // request Start sent once the server was ready).
 func (s *Server) CanResetCache() bool { return s.canReset }
+
+// CacheResetProblem returns why the reset Start sent once the server was ready failed (a
+// *BusyError when the server never became idle), or nil when it succeeded or the engine has no
+// reset to try.
+func (s *Server) CacheResetProblem() error { return s.resetErr }
 
 // CacheResetMechanism says how ResetCache empties the cache, e.g. "POST /reset_prefix_cache",
 // or, for llama-server, that every request asks not to reuse it; "" when the server offers no

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -144,5 +145,40 @@ func TestExitZeroHint(t *testing.T) {
 	}
 	if h := exitZeroHint("command", []string{"srv", "--help"}); !strings.Contains(h, "status 0") {
 		t.Errorf("generic hint %q", h)
+	}
+}
+
+// TestBusyEndpointResetProblem: an endpoint that offers the reset but never becomes idle is
+// not one that "offers none": the server says what the reset waited for, and for how long.
+func TestBusyEndpointResetProblem(t *testing.T) {
+	defer func(w, p time.Duration) { idleWait, idlePoll = w, p }(idleWait, idlePoll)
+	idleWait, idlePoll = 300*time.Millisecond, time.Millisecond
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m"}]}`)
+		case "/metrics":
+			fmt.Fprintln(w, "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 2.0\nvllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 1.0")
+		case "/reset_prefix_cache":
+			t.Errorf("reset sent to a busy server")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer ts.Close()
+	s, err := Start(context.Background(), experiment.Server{Engine: "endpoint", URL: ts.URL}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	if s.CanResetCache() {
+		t.Fatal("a server that never became idle is taken to have reset its cache")
+	}
+	var busy *BusyError
+	if err := s.CacheResetProblem(); !errors.As(err, &busy) || busy.Requests != 3 || busy.Waited != idleWait {
+		t.Fatalf("reset problem %v, want a BusyError of 3 requests after %s", err, idleWait)
+	}
+	if got, want := s.CacheResetProblem().Error(), "the server still ran or queued 3 requests after 300ms"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

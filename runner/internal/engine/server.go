@@ -86,6 +86,7 @@ type Server struct {
 	bootTime time.Duration
 	canReset bool
 	noProbe  bool        // StartOptions.KeepCache: the reset is not probed
+	resetErr error       // why the reset probe failed, when it did
 	ready    atomic.Bool // readiness was reached: the server held its port
 
 	cmd       *exec.Cmd

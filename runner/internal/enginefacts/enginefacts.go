@@ -134,10 +134,10 @@ var table = []Engine{
 		ReadyTimeout: DefaultReadyTimeout,
 	},
 	{
-		// runner sim takes --dtype, but an experiment file sets server.dtype only for the
-		// engines whose dtype is a real choice.
+		// runner sim takes --dtype as vLLM does (it checks it against --gpu), so that an
+		// experiment written for vLLM that sets server.dtype runs on the simulator as a dry run.
 		Name: "sim", Boots: true,
-		Fields:       boot("model", "max_model_len", "ready_timeout"),
+		Fields:       boot("model", "dtype", "max_model_len", "ready_timeout"),
 		Passes:       boot("model", "dtype", "max_model_len", "api_key_env"),
 		Defaults:     map[string]string{"host": DefaultHost, "model": "sim-model"},
 		ReadyTimeout: 30 * time.Second,

@@ -85,7 +85,7 @@ func TestLookup(t *testing.T) {
 				tt.name, ok, Boots(tt.name), CanReset(tt.name), e.Argv(), tt.ok, tt.boots, tt.can, tt.argv)
 		}
 	}
-	if got := Taking("dtype"); !slices.Equal(got, []string{"vllm", "sglang"}) {
+	if got := Taking("dtype"); !slices.Equal(got, []string{"vllm", "sglang", "sim"}) {
 		t.Errorf("Taking(dtype) = %v", got)
 	}
 }

@@ -152,7 +152,7 @@ func (d *decoder) scalar(f *field, p pair) (any, bool) {
 		d.errorAt(n, p.path, "%s", kindProblem(f, n))
 		return nil, false
 	}
-	v, msg := f.normalize(scalarValue(n))
+	v, msg := f.normalizeNode(n)
 	if msg != "" {
 		d.errorAt(n, p.path, "%s", msg)
 		return nil, false
@@ -418,6 +418,10 @@ func (d *decoder) order(p pair, e *Experiment) {
 		case "seed":
 			if q.val == nil || q.val.Kind != yaml.ScalarNode {
 				d.errorAt(q.val, q.path, "must be an integer, not %s", describe(q.val))
+				continue
+			}
+			if tooBigInt(q.val) {
+				d.errorAt(q.val, q.path, "%s", intRange(q.val.Value))
 				continue
 			}
 			v, ok := scalarValue(q.val).(int)

@@ -58,7 +58,7 @@ func (d *decoder) axis(q pair) (Axis, bool) {
 			continue
 		}
 		raw := scalarValue(c)
-		v, msg := f.normalize(raw)
+		v, msg := f.normalizeNode(c)
 		if msg != "" {
 			d.errorAt(c, ip, "%s", msg)
 			good = false
@@ -130,7 +130,7 @@ func (d *decoder) entries(p pair) []map[string]any {
 				continue
 			}
 			raw := scalarValue(q.val)
-			if _, msg := f.normalize(raw); msg != "" {
+			if _, msg := f.normalizeNode(q.val); msg != "" {
 				d.errorAt(q.val, q.path, "%s", msg)
 				continue
 			}

@@ -177,3 +177,16 @@ func shortDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// TestSimTakesDtype: an experiment written for vLLM that sets server.dtype runs on the simulator
+// as a dry run, which takes --dtype as vLLM does (its preset passes it on).
+func TestSimTakesDtype(t *testing.T) {
+	cfgs := mustExpand(t, head+"server:\n  engine: sim\n  dtype: half\n"+okRequest)
+	if len(cfgs) != 1 || cfgs[0].Server.Dtype != "half" {
+		t.Errorf("configs %+v; want dtype half on engine sim", cfgs)
+	}
+	cfgs = mustExpand(t, head+"server:\n  engine: sim\n"+okRequest+"matrix:\n  server.dtype: [bfloat16, float]\n")
+	if len(cfgs) != 2 || cfgs[0].Server.Dtype != "bfloat16" || cfgs[1].Server.Dtype != "float" {
+		t.Errorf("configs %+v; want dtype bfloat16 and float on engine sim", cfgs)
+	}
+}

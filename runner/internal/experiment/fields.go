@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/onelayerdown/runner/runner/internal/enginefacts"
 	"github.com/onelayerdown/runner/runner/internal/redact"
@@ -180,7 +183,55 @@ func AxisPaths() []string { return axisPaths() }
 // normalize checks a value for the field and converts it to the Go type its setter takes:
 // string, int, float64, bool or time.Duration. It returns a problem instead when the value does
 // not fit.
-func (f *field) normalize(v any) (any, string) {
+func (f *field) normalize(v any) (any, string) { return f.normalizeAs(v, "") }
+
+// normalizeNode normalizes the value of a scalar node. Its problems print a number as the file
+// writes it (1e300, not its 301 digits), and an integer too large for an int as out of range,
+// not as "not an integer" (yaml.v3 reads it as a float).
+func (f *field) normalizeNode(n *yaml.Node) (any, string) {
+	if f.kind == kindInt && tooBigInt(n) {
+		return nil, f.outOfRange(n.Value)
+	}
+	return f.normalizeAs(scalarValue(n), n.Value)
+}
+
+// intRE matches a plain scalar written as a YAML integer: decimal, hexadecimal, octal or binary.
+var intRE = regexp.MustCompile(`^[-+]?(?:[0-9][0-9_]*|0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+)$`)
+
+// tooBigInt reports whether a node is written as an integer that does not fit an int. yaml.v3
+// tags such a decimal !!float and such a hexadecimal !!str, so the tag cannot tell; an
+// explicit tag or quotes say it is no integer.
+func tooBigInt(n *yaml.Node) bool {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 ||
+		n.Style&yaml.TaggedStyle != 0 || !intRE.MatchString(n.Value) {
+		return false
+	}
+	// Not n.Decode: it converts a huge negative !!float to the smallest int without an error.
+	_, err := strconv.ParseInt(n.Value, 0, strconv.IntSize)
+	return errors.Is(err, strconv.ErrRange)
+}
+
+// outOfRange is the problem of an integer, as written, that does not fit an int: the field's
+// bounds when it has them on that side, else the range of an int.
+func (f *field) outOfRange(written string) string {
+	x := math.Inf(1)
+	if strings.HasPrefix(written, "-") {
+		x = math.Inf(-1)
+	}
+	if msg := f.bounds(x, written); msg != "" {
+		return msg
+	}
+	return intRange(written)
+}
+
+// intRange is the problem of an integer, as written, beyond the range of an int.
+func intRange(written string) string {
+	return fmt.Sprintf("is out of range: must be between %d and %d, not %s", math.MinInt, math.MaxInt, written)
+}
+
+// normalizeAs is normalize with the value as the file writes it, for its problems to print; ""
+// prints the value itself.
+func (f *field) normalizeAs(v any, written string) (any, string) {
 	switch f.kind {
 	case kindString:
 		s, ok := v.(string)
@@ -214,10 +265,13 @@ func (f *field) normalize(v any) (any, string) {
 		default:
 			return nil, "must be an integer, not " + describeValue(v)
 		}
-		// The bounds compare as floats, which round integers beyond 2^53: check those by the
-		// integer's size and print the value as written.
-		if msg := f.bounds(float64(i)); msg != "" {
-			return nil, strings.Replace(msg, strconv.FormatFloat(float64(i), 'f', -1, 64), strconv.Itoa(i), 1)
+		// The bounds compare as floats, which round integers beyond 2^53: print the integer
+		// itself, or as written.
+		if written == "" {
+			written = strconv.Itoa(i)
+		}
+		if msg := f.bounds(float64(i), written); msg != "" {
+			return nil, msg
 		}
 		return i, ""
 	case kindNumber:
@@ -237,7 +291,7 @@ func (f *field) normalize(v any) (any, string) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, "must be a finite number"
 		}
-		if msg := f.bounds(x); msg != "" {
+		if msg := f.bounds(x, written); msg != "" {
 			return nil, msg
 		}
 		return x, ""
@@ -271,20 +325,32 @@ func (f *field) normalize(v any) (any, string) {
 	return nil, "has an unknown type"
 }
 
-// bounds checks a number against the field's bounds.
-func (f *field) bounds(x float64) string {
-	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// bounds checks a number against the field's bounds; its problem prints the number as shown,
+// or in a compact form when shown is "".
+func (f *field) bounds(x float64, shown string) string {
+	if shown == "" {
+		shown = compact(x)
+	}
 	switch {
 	case f.positive && !(x > 0):
-		return fmt.Sprintf("must be above 0, not %s", num(x))
+		return fmt.Sprintf("must be above 0, not %s", shown)
 	case f.hasMin && f.hasMax && (x < f.min || x > f.max) && f.max < maxTokens:
-		return fmt.Sprintf("must be between %s and %s, not %s", num(f.min), num(f.max), num(x))
+		return fmt.Sprintf("must be between %s and %s, not %s", compact(f.min), compact(f.max), shown)
 	case f.hasMin && x < f.min:
-		return fmt.Sprintf("must be at least %s, not %s", num(f.min), num(x))
+		return fmt.Sprintf("must be at least %s, not %s", compact(f.min), shown)
 	case f.hasMax && x > f.max:
-		return fmt.Sprintf("must be at most %s, not %s", num(f.max), num(x))
+		return fmt.Sprintf("must be at most %s, not %s", compact(f.max), shown)
 	}
 	return ""
+}
+
+// compact prints a number in full when it is a whole number of at most 15 digits (1000000),
+// and in the shortest form otherwise (0.25, 1e+300), never as hundreds of digits.
+func compact(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }
 
 // CheckURL returns what is wrong with s as a server.url, or "" when it is a valid base URL.

@@ -2,17 +2,72 @@ package experiment
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
 
-// ReadFile reads and parses an experiment file; see Parse.
+// ReadFile reads and parses an experiment file; see Parse. It reads at most one byte more than
+// the size limit, so that a path to an endless device or a file still growing cannot fill
+// memory, and refuses anything but a regular file before opening it: opening a named pipe would
+// wait for a writer that may never come.
 func ReadFile(path string) (*Experiment, error) {
-	data, err := os.ReadFile(path)
+	info, err := os.Stat(path)
+	if err != nil {
+		// What cannot be stat'ed cannot be opened, and open names the failure as users know
+		// it: "open x.yaml: no such file or directory".
+		if f, oerr := os.Open(path); oerr != nil {
+			err = oerr
+		} else {
+			f.Close()
+		}
+		return nil, fmt.Errorf("read experiment: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s); an experiment file must be a regular YAML file", path, modeName(info.Mode()))
+	}
+	if info.Size() > maxFileSize {
+		return nil, tooLarge(path)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read experiment: %w", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read experiment %s: %w", path, err)
+	}
+	if len(data) > maxFileSize {
+		// The file grew between the check of its size and the read.
+		return nil, tooLarge(path)
+	}
 	return Parse(path, data)
+}
+
+// tooLarge is the error for a file over the size limit.
+func tooLarge(path string) error {
+	return fmt.Errorf("%s: file is larger than the limit of %s; an experiment file is a few kilobytes", path, sizeLimit)
+}
+
+// sizeLimit is the size limit as the errors print it.
+var sizeLimit = fmt.Sprintf("1 MiB (%d bytes)", maxFileSize)
+
+// modeName names the kind of a file that is not a regular one, for the error that refuses it.
+func modeName(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 // Parse reads an experiment file's bytes, checks them against the JSON Schema and the rules a

@@ -250,7 +250,7 @@ func (r *configCheck) checkLoad() {
 		if strings.HasPrefix(src["load.concurrency"], "matrix.") {
 			at = src["load.concurrency"]
 		}
-		x.errorf(at, "load.concurrency (a closed loop) and load.rate (an open loop) are both set: choose one per load point; cap an open loop with load.max_concurrency; to measure both kinds, write them in two experiment files%s", about("load.rate", "load.concurrency"))
+		x.errorf(at, "load.concurrency (a closed loop) and load.rate (an open loop) are both set: choose one per load point, and cap an open loop with load.max_concurrency; matrix.include adds a point of the other kind only as an entry whose axis values match no config (one that matches configs sets its fields on them), else write the two kinds in two experiment files%s", about("load.rate", "load.concurrency"))
 		return
 	}
 	if !open {

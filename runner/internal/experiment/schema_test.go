@@ -245,3 +245,40 @@ func TestReadmeFirstExperimentIsValid(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatDocMixesLoops checks the example of docs/experiments.md that measures closed and
+// open loops in one file, and that the error for a config with both names the way it shows.
+func TestFormatDocMixesLoops(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "experiments.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := head + "server:\n  engine: sim\nrequest:\n  prompt_tokens: 128\ncache: keep\n" + yamlBlockAfter(t, string(data), "both kinds of loop in one file")
+	e, err := Parse("docs/experiments.md", []byte(src))
+	if err != nil {
+		t.Fatalf("the example of both kinds of loop is invalid:\n%v", err)
+	}
+	cfgs, err := e.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var closed, open int
+	for _, c := range cfgs {
+		switch {
+		case c.Load == nil:
+			t.Errorf("config %s is no load point", c.Label)
+		case c.Load.Rate > 0:
+			open++
+		default:
+			closed++
+		}
+	}
+	if closed == 0 || open == 0 {
+		t.Errorf("the example gives %d closed and %d open loops; want both kinds", closed, open)
+	}
+
+	_, err = Parse("t.yaml", []byte(head+okServer+okRequest+"load: {}\nmatrix:\n  load.concurrency: [1, 4]\n  include:\n    - {load.rate: 5}\n"))
+	if err == nil || !strings.Contains(err.Error(), "an entry whose axis values match no config") {
+		t.Errorf("got %v, want the error to say how include adds a point of the other kind", err)
+	}
+}

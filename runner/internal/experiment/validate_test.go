@@ -32,6 +32,12 @@ var validationCases = []struct {
 	// yaml.v3 names the line of the value before the tab; the error must point at the tab.
 	{"tab after a value", head + "server:\n  model: m\n\tengine: sim\n", []string{"5:1: invalid YAML: found a tab character that violates indentation"}, false},
 	{"tab after a value, indented", head + "server:\n  model: m\n  \t engine: sim\n", []string{"5:3: invalid YAML: found a tab character that violates indentation"}, false},
+	// yaml.v3 reads the whole input before it parses, and places what it cannot read at 1:1;
+	// the error must point at the offending byte.
+	{"invalid UTF-8", head + okServer + "request:\n  prompt: h\xffi\n  max_tokens: 8\n", []string{"6:12: invalid YAML: invalid leading UTF-8 octet (byte 0xff)"}, false},
+	{"truncated UTF-8", head + "description: caf\xc3\n" + okServer + okRequest, []string{"3:17: invalid YAML: "}, false},
+	{"control character", head + "description: \"a\x07b\"\n" + okServer + okRequest, []string{"3:16: invalid YAML: control characters are not allowed (U+0007)"}, false},
+	{"control character after a multi-byte one", head + okServer + okRequest + "description: é\x01\n", []string{"8:15: invalid YAML: control characters are not allowed (U+0001)"}, false},
 	{"empty file", "", []string{"1:1: file is empty"}, false},
 	{"only comments", "# nothing here\n", []string{"1:1: file is empty"}, false},
 	{"two documents", head + okServer + okRequest + "---\nversion: 1\n", []string{"8:1: more than one YAML document"}, false},
@@ -70,6 +76,15 @@ var validationCases = []struct {
 	{"order mode typo", head + okServer + okRequest + "order: {mode: random, seed: 1}\n", []string{"8:15: order.mode: must be one of sequential, interleaved, shuffled, not \"random\""}, true},
 	{"order seed not shuffled", head + okServer + okRequest + "order: {mode: interleaved, seed: 1}\n", []string{"8:34: order.seed: a seed applies only to order mode shuffled, not interleaved"}, false},
 	{"order seed as text", head + okServer + okRequest + "order: {mode: shuffled, seed: abc}\n", []string{"8:31: order.seed: must be an integer, not \"abc\""}, true},
+	// An integer beyond int64 is out of range, printed as written, not "not an integer, 1e+26".
+	{"integer beyond int64", head + okServer + "request:\n  prompt: hi\n  max_tokens: 100000000000000000000000000\n", []string{"7:15: request.max_tokens: must be at most 1000000000, not 100000000000000000000000000"}, true},
+	{"integer beyond int64, unbounded", head + okServer + okRequest + "load:\n  seed: -100000000000000000000000000\n", []string{"9:9: load.seed: is out of range: must be between -9223372036854775808 and 9223372036854775807, not -100000000000000000000000000"}, false},
+	{"integer beyond int64 in an axis", head + okServer + "request:\n  prompt: hi\nmatrix:\n  request.max_tokens: [8, 0x1000000000000000000]\n", []string{"8:27: matrix.request.max_tokens[1]: must be at most 1000000000, not 0x1000000000000000000"}, true},
+	{"order seed beyond int64", head + okServer + okRequest + "order: {mode: shuffled, seed: 99999999999999999999}\n", []string{"8:31: order.seed: is out of range: must be between -9223372036854775808 and 9223372036854775807, not 99999999999999999999"}, false},
+	// A number is printed as written, never expanded to 301 digits.
+	{"huge rate", head + okServer + okRequest + "load:\n  rate: 1e300\n", []string{"9:9: load.rate: must be at most 1000000, not 1e300"}, true},
+	{"huge rate in an axis", head + okServer + okRequest + "matrix:\n  load.rate: [1, 1e300]\n", []string{"9:18: matrix.load.rate[1]: must be at most 1000000, not 1e300"}, true},
+	{"negative huge burstiness", head + okServer + okRequest + "load:\n  burstiness: -1.5E+200\n", []string{"9:15: load.burstiness: must be above 0, not -1.5E+200"}, true},
 	{"order unknown key", head + okServer + okRequest + "order: {mode: shuffled, sede: 1}\n", []string{"8:25: order.sede: unknown field \"sede\" (did you mean \"seed\"?)"}, true},
 	{"timeouts unknown key", head + okServer + okRequest + "timeouts:\n  requests: 5m\n", []string{"9:3: timeouts.requests: unknown field \"requests\" (did you mean \"request\"?)"}, true},
 	{"timeout without unit", head + okServer + okRequest + "timeouts:\n  request: 300\n", []string{"9:12: timeouts.request: must be a duration with a unit, such as \"300s\""}, true},
@@ -184,7 +199,7 @@ var validationCases = []struct {
 	{"endpoint without url", head + "server:\n  engine: endpoint\n  model: m\n" + okRequest, []string{"3:1: server.url: is required for engine endpoint"}, false},
 	{"endpoint with port", head + "server:\n  engine: endpoint\n  model: m\n  url: http://h\n  port: 8000\n" + okRequest, []string{"7:9: server.port: does not apply to engine endpoint; it is for vllm, sglang, llamacpp, ollama, command, sim"}, false},
 	{"dtype on a swept engine", head + "server:\n  model: m\n  dtype: half\n" + okRequest + "matrix:\n  server.engine: [vllm, llamacpp]\n",
-		[]string{"5:10: server.dtype: does not apply to engine llamacpp; it is for vllm, sglang (config engine=llamacpp)"}, false},
+		[]string{"5:10: server.dtype: does not apply to engine llamacpp; it is for vllm, sglang, sim (config engine=llamacpp)"}, false},
 	{"command missing", head + "server:\n  engine: command\n  model: m\n" + okRequest, []string{"3:1: server.command: is required for engine command"}, false},
 	{"command without port", head + "server:\n  engine: command\n  model: m\n  command: [srv, --port, \"8000\"]\n" + okRequest, []string{"6:12: server.command: must pass the port with a {port} placeholder, or server.port must be set"}, false},
 	{"entrypoint on sglang", head + "server:\n  engine: sglang\n  model: m\n  entrypoint: serve\n" + okRequest, []string{"6:15: server.entrypoint: does not apply to engine sglang; it is for vllm"}, false},

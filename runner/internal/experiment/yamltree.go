@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -30,7 +31,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // can be trusted.
 func parseYAML(file string, data []byte) (root *yaml.Node, err *Error) {
 	if len(data) > maxFileSize {
-		return nil, &Error{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("file is %d bytes, more than the limit of %d", len(data), maxFileSize)}
+		return nil, &Error{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("file is %d bytes, more than the limit of %s", len(data), sizeLimit)}
 	}
 	defer func() {
 		// yaml.v3 has panicked on malformed input in the past; a broken file must be an error,
@@ -79,6 +80,13 @@ func yamlError(file string, data []byte, err error) *Error {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
+	if isReaderError(msg) {
+		// yaml.v3 reads the whole input before it parses, and places what it cannot read at
+		// the start of the file.
+		if l, c, what, ok := unreadable(data); ok {
+			return &Error{File: file, Line: l, Col: c, Msg: fmt.Sprintf("invalid YAML: %s (%s)", msg, what)}
+		}
+	}
 	if strings.Contains(msg, "tab character") {
 		// yaml.v3 names the line where the scalar before the tab began, which holds no tab.
 		if l, c, ok := indentTab(data, line); ok {
@@ -101,6 +109,47 @@ func indentTab(data []byte, from int) (line, col int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// isReaderError reports whether a yaml.v3 message is one of its reader's, about bytes that are
+// not UTF-8 or characters YAML does not allow.
+func isReaderError(msg string) bool {
+	return strings.Contains(msg, "UTF-8") || strings.HasPrefix(msg, "control characters are not allowed")
+}
+
+// unreadable finds the first byte of data that is not UTF-8, or the first character that YAML
+// does not allow in a stream (its c-printable set), and returns its 1-based line and column (the
+// column in characters, as yaml.v3 counts them) and what it is: "byte 0xff" or "U+0007".
+func unreadable(data []byte) (line, col int, what string, ok bool) {
+	line, col = 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return line, col, fmt.Sprintf("byte 0x%02x", data[i]), true
+		case !yamlPrintable(r) && !(i == 0 && r == '\uFEFF'):
+			return line, col, fmt.Sprintf("%U", r), true
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return 0, 0, "", false
+}
+
+// yamlPrintable reports whether YAML allows r in a stream: tab, line feed, carriage return,
+// printable ASCII, next line, and the Unicode planes without surrogates and non-characters.
+func yamlPrintable(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r', r == 0x85:
+		return true
+	case r >= 0x20 && r <= 0x7E, r >= 0xA0 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+		return true
+	}
+	return false
 }
 
 // isParserError reports whether a yaml.v3 message comes from its parser rather than its scanner.

@@ -240,7 +240,16 @@ func (rs *serverRun) resetUnavailable() string {
 	if !rs.reset || rs.srv.CanResetCache() {
 		return ""
 	}
-	return fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", rs.g.server.Engine)
+	return cannotReset(rs.g.server.Engine, rs.srv.CacheResetProblem())
+}
+
+// cannotReset says why a server of engine cannot empty its cache, given what its reset probe
+// met: a server that offers the reset but stayed busy is not one that offers none.
+func cannotReset(engineName string, problem error) string {
+	if busy := (*engine.BusyError)(nil); errors.As(problem, &busy) {
+		return fmt.Sprintf("cache: reset: %v, so its cache could not be reset before its requests: measure it when nothing else sends it requests, or set cache: keep in the experiment", busy)
+	}
+	return fmt.Sprintf("cache: reset needs a server that can empty its prefix cache (vLLM's POST /reset_prefix_cache with VLLM_SERVER_DEV_MODE=1); %s offers none here: set cache: keep in the experiment", engineName)
 }
 
 // unusable records every pending request as failed with msg, which says why the server,
