@@ -89,7 +89,7 @@ func Parquet(dir, out string) (*Report, error) {
 // convertFile writes the CSV file src, described by f, as the Parquet file dst and returns
 // the number of rows.
 func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int, note string, err error) {
-	in, err := os.Open(src)
+	in, err := results.OpenRegular(src)
 	if err != nil {
 		return 0, "", err
 	}

@@ -306,7 +306,7 @@ func copyFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	in, err := os.Open(src)
+	in, err := results.OpenRegular(src)
 	if err != nil {
 		return err
 	}

@@ -198,7 +198,7 @@ func syncDir(dir string) {
 // status is as written; Open reports a running folder whose writer is gone as interrupted.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path, MaxManifestBytes)
 	if err != nil {
 		if st, serr := os.Stat(dir); serr != nil && os.IsNotExist(serr) {
 			return nil, fmt.Errorf("%s: no such folder", dir)

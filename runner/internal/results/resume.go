@@ -124,7 +124,7 @@ func (f *Folder) repair() error {
 // before columns were added to it, so that the rows a resumed run appends match the header.
 // The rows it holds are written again from what was read, which the round trip keeps exact.
 func (f *Folder) upgradeRequests() error {
-	data, err := os.ReadFile(filepath.Join(f.dir, RequestsFile))
+	data, err := ReadRegular(filepath.Join(f.dir, RequestsFile), MaxRowFileBytes)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (f *Folder) upgradeRequests() error {
 // and the rows for which keep is true, byte for byte. A torn last line is dropped. A missing
 // or headerless file is recreated with its header (CSV) or empty (JSON Lines).
 func filterFile[T any](dir, name string, header []string, newScanner func(io.Reader, string) *Scanner[T], keep func(T) bool) error {
-	data, err := os.ReadFile(filepath.Join(dir, name))
+	data, err := ReadRegular(filepath.Join(dir, name), MaxRowFileBytes)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -201,10 +200,9 @@ func (f *Folder) writeSchema() error {
 // carried one has none: the error then satisfies errors.Is(err, fs.ErrNotExist), and
 // Reader.Schema gives the same description from the tables.
 func ReadSchema(dir string) ([]FileSchema, error) {
-	file, err := os.Open(filepath.Join(dir, SchemaFile))
+	b, err := ReadRegular(filepath.Join(dir, SchemaFile), MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer file.Close()
-	return DecodeSchema(file)
+	return DecodeSchema(bytes.NewReader(b))
 }
