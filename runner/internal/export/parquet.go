@@ -168,14 +168,14 @@ func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string
 // schema_version, and returns the number of rows. A header that lacks optional columns at the
 // end of f (a file written before they were added) is accepted: those columns are null.
 func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(results.CapLines(r, f.File))
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
 		return 0, fmt.Errorf("%s:1: empty file: no header row", f.File)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", f.File, err)
+		return 0, csvError(f.File, err)
 	}
 	var names []string
 	for _, c := range f.Columns {
@@ -208,7 +208,7 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 			break
 		}
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", f.File, err)
+			return 0, csvError(f.File, err)
 		}
 		line, _ := cr.FieldPos(0)
 		if v := rec[0]; v != version {
@@ -237,6 +237,15 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		return 0, fmt.Errorf("write %s as parquet: %w", f.File, err)
 	}
 	return n, nil
+}
+
+// csvError names the file in an error of its CSV reader, unless the error names it already.
+func csvError(file string, err error) error {
+	var capped *results.LineCapError
+	if errors.As(err, &capped) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", file, err)
 }
 
 // allOptional reports whether every column of cols may hold a missing value.

@@ -89,3 +89,23 @@ func TestReadersRefuseANamedPipe(t *testing.T) {
 		})
 	}
 }
+
+// TestReadersRefuseADevice checks that a link to /dev/zero in the place of a folder's file is
+// refused as what it is, where reading it would never end.
+func TestReadersRefuseADevice(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	for _, name := range []string{ManifestFile, RequestsFile, OutputsFile} {
+		complete, _ := writeFolder(t, t.TempDir())
+		path := filepath.Join(complete.Dir(), name)
+		os.Remove(path)
+		if err := os.Symlink("/dev/zero", path); err != nil {
+			t.Skipf("cannot make a symbolic link here: %v", err)
+		}
+		_, err := ReadAll(complete.Dir())
+		if err == nil || !strings.Contains(err.Error(), name+" is not a regular file (it is a device)") {
+			t.Errorf("read of a folder whose %s links to /dev/zero: %v", name, err)
+		}
+	}
+}

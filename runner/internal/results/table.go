@@ -318,7 +318,7 @@ func (s *Scanner[T]) Err() error { return s.err }
 
 // newCSVScanner returns a scanner of the CSV file name over r with the columns of t.
 func newCSVScanner[T any](r io.Reader, name string, t *Table[T]) *Scanner[T] {
-	lb := &lastByteReader{r: r}
+	lb := &lastByteReader{r: CapLines(r, name)}
 	cr := csv.NewReader(lb)
 	cr.ReuseRecord = false
 	c := &csvRows[T]{cr: cr, name: name, t: t}
@@ -367,7 +367,10 @@ func (c *csvRows[T]) next() (T, int, int64, error) {
 		}
 		if err != nil {
 			var pe *csv.ParseError
-			if errors.As(err, &pe) {
+			var capped *LineCapError
+			if errors.As(err, &capped) {
+				line = capped.Line
+			} else if errors.As(err, &pe) {
 				err = fmt.Errorf("%s:%d: %w", c.name, pe.StartLine, pe.Err)
 				line = pe.StartLine
 			} else {
