@@ -140,6 +140,14 @@ func writeNew(out string, fill func(tmp string) error) error {
 		return err
 	}
 	syncDir(tmp)
+	// An existing empty folder at out may take the merge (checkMergeOut refused any other);
+	// Rename does not replace a folder, so it goes first. Remove fails if it is no longer
+	// empty, and a folder made at out after it is refused by Rename.
+	if st, err := os.Lstat(out); err == nil && st.IsDir() {
+		if err := os.Remove(out); err != nil {
+			return fmt.Errorf("%s %w: %v", out, ErrBadOut, err)
+		}
+	}
 	if err := os.Rename(tmp, out); err != nil {
 		return err
 	}
