@@ -73,8 +73,12 @@ type Shard struct {
 	// Source says where the index came from: "flag", "JOB_COMPLETION_INDEX" (a Kubernetes
 	// Indexed Job) or "SLURM_ARRAY_TASK_ID" (a Slurm job array).
 	Source string `json:"source,omitempty"`
-	// Host is the machine the shard ran on (os.Hostname).
+	// Host is the machine the shard ran on (os.Hostname): the last one, where a resume
+	// finished it on another machine.
 	Host string `json:"host,omitempty"`
+	// EarlierHosts are the machines the shard ran on before a resume moved it to Host, in
+	// order; empty while it has run on one machine.
+	EarlierHosts []string `json:"earlier_hosts,omitempty"`
 }
 
 // Merged records the shard folders a merged folder was made from.

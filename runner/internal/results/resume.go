@@ -50,6 +50,11 @@ func Resume(dir string) (*Folder, Done, error) {
 	f.man.End = nil
 	f.man.Resumes = append(f.man.Resumes, now)
 	f.man.Process = Process{PID: os.Getpid(), Host: host}
+	if sh := f.man.Shard; sh != nil && host != "" && sh.Host != host {
+		// The shard now runs here; the merge names this host, and the earlier one is kept.
+		sh.EarlierHosts = appendHost(sh.EarlierHosts, sh.Host)
+		sh.Host = host
+	}
 	f.resume = len(f.man.Resumes)
 	if err := writeAtomic(dir, ServersFile, serversCSV(f.man.Servers)); err != nil {
 		f.abandon()
@@ -209,4 +214,12 @@ func splitRows[T any](data []byte, name string, newScanner func(io.Reader, strin
 		rows = append(rows, rowSpan{data[prev:end], picked})
 	}
 	return head, rows, err
+}
+
+// appendHost appends host to hosts unless it is empty or already the last of them.
+func appendHost(hosts []string, host string) []string {
+	if host == "" || len(hosts) > 0 && hosts[len(hosts)-1] == host {
+		return hosts
+	}
+	return append(hosts, host)
 }
