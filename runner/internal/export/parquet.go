@@ -254,6 +254,13 @@ func writeRows(w io.Writer, cr *csv.Reader, f results.FileSchema, at []int) (int
 	version := strconv.Itoa(results.FormatVersion)
 	row := make([]parquet.Value, len(f.Columns))
 	n := 0
+	// The values seen so far of each column whose value names its row, with their lines.
+	seen := map[int]map[string]int{}
+	for i, c := range f.Columns {
+		if c.Unique {
+			seen[i] = map[string]int{}
+		}
+	}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -277,6 +284,12 @@ func writeRows(w io.Writer, cr *csv.Reader, f results.FileSchema, at []int) (int
 			v, err := cellValue(c, cell)
 			if err != nil {
 				return 0, fmt.Errorf("%s:%d: %s: %w", f.File, line, c.Name, err)
+			}
+			if s := seen[i]; s != nil {
+				if first, dup := s[cell]; dup {
+					return 0, fmt.Errorf("%s:%d: %s: %s appears twice (also on line %d)", f.File, line, c.Name, cell, first)
+				}
+				s[cell] = line
 			}
 			row[i] = v
 		}
@@ -304,6 +317,9 @@ func csvError(file string, err error) error {
 func cellValue(c results.Column, cell string) (parquet.Value, error) {
 	v, err := c.Kind.Parse(cell)
 	if err != nil {
+		return parquet.Value{}, err
+	}
+	if err := c.Allows(cell); err != nil {
 		return parquet.Value{}, err
 	}
 	switch x := v.(type) {
