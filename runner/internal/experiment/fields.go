@@ -180,6 +180,25 @@ func axisPaths() []string {
 // AxisPaths returns the dotted paths of the fields a matrix axis can sweep.
 func AxisPaths() []string { return axisPaths() }
 
+// AxisType returns the type of the values of the matrix axis path, as a table of results
+// types its column: "int", "float" (a number), "bool" or "string" (text, and a duration,
+// which is written as Go writes one, "2m0s"). A path that is no axis is "string".
+func AxisType(path string) string {
+	f := fieldByPath(path)
+	if f == nil {
+		return "string"
+	}
+	switch f.kind {
+	case kindInt:
+		return "int"
+	case kindNumber:
+		return "float"
+	case kindBool:
+		return "bool"
+	}
+	return "string"
+}
+
 // normalize checks a value for the field and converts it to the Go type its setter takes:
 // string, int, float64, bool or time.Duration. It returns a problem instead when the value does
 // not fit.

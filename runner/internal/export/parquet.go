@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -74,13 +73,11 @@ func Parquet(dir, out string) (*Report, error) {
 			continue
 		}
 		dst := filepath.Join(out, strings.TrimSuffix(f.File, ".csv")+".parquet")
-		n, note, err := convertFile(src, dst, f, tolerant)
+		n, notes, err := convertFile(src, dst, f, tolerant)
 		if err != nil {
 			return nil, err
 		}
-		if note != "" {
-			rep.Notes = append(rep.Notes, note)
-		}
+		rep.Notes = append(rep.Notes, notes...)
 		rep.Files = append(rep.Files, File{CSV: f.File, Path: dst, Rows: n, Columns: len(f.Columns)})
 	}
 	return rep, nil
@@ -88,19 +85,22 @@ func Parquet(dir, out string) (*Report, error) {
 
 // convertFile writes the CSV file src, described by f, as the Parquet file dst and returns
 // the number of rows.
-func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int, note string, err error) {
-	in, err := os.Open(src)
+func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int, notes []string, err error) {
+	in, err := results.OpenRegular(src)
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
 	defer in.Close()
 	body, note, err := completeLines(in, f.File, tolerant)
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
+	}
+	if note != "" {
+		notes = append(notes, note)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -108,19 +108,29 @@ func convertFile(src, dst string, f results.FileSchema, tolerant bool) (rows int
 			os.Remove(tmp.Name())
 		}
 	}()
-	if rows, err = WriteParquet(tmp, body, f); err != nil {
-		return 0, "", err
+	rows, unknown, err := writeParquet(tmp, body, f)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(unknown) > 0 {
+		left := fmt.Sprintf("%s: column %s is not of this format and is left out of %s", f.File,
+			strings.Join(unknown, ", "), filepath.Base(dst))
+		if len(unknown) > 1 {
+			left = fmt.Sprintf("%s: columns %s are not of this format and are left out of %s", f.File,
+				strings.Join(unknown, ", "), filepath.Base(dst))
+		}
+		notes = append(notes, left)
 	}
 	if err = tmp.Close(); err != nil {
-		return 0, "", fmt.Errorf("write %s: %w", dst, err)
+		return 0, nil, fmt.Errorf("write %s: %w", dst, err)
 	}
 	if err = os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes it private
-		return 0, "", err
+		return 0, nil, err
 	}
 	if err = os.Rename(tmp.Name(), dst); err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
-	return rows, note, nil
+	return rows, notes, nil
 }
 
 // completeLines returns a reader of the file's complete lines. A last line without its line
@@ -164,30 +174,72 @@ func completeLines(file *os.File, name string, tolerant bool) (io.Reader, string
 }
 
 // WriteParquet reads the CSV file described by f from r and writes it to w as Parquet, with
-// the column types of f (see Parquet). It checks the header against f and every row's
-// schema_version, and returns the number of rows. A header that lacks optional columns at the
-// end of f (a file written before they were added) is accepted: those columns are null.
+// the column types of f (see Parquet), and returns the number of rows. It finds f's columns
+// in the header by name, as the readers of a folder do: their order in the file does not
+// matter, a column the file lacks is null in every row (which only an optional column
+// allows), and a column that f does not know is left out. It checks every row's
+// schema_version.
 func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
-	cr := csv.NewReader(r)
+	n, _, err := writeParquet(w, r, f)
+	return n, err
+}
+
+// writeParquet is WriteParquet, which also returns the names of the file's columns that f
+// does not know and the Parquet file leaves out.
+func writeParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, []string, error) {
+	cr := csv.NewReader(results.CapLines(r, f.File))
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return 0, fmt.Errorf("%s:1: empty file: no header row", f.File)
+		return 0, nil, fmt.Errorf("%s:1: empty file: no header row", f.File)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", f.File, err)
+		return 0, nil, csvError(f.File, err)
 	}
-	var names []string
+	at, unknown, err := columnPositions(f, header)
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := writeRows(w, cr, f, at)
+	return n, unknown, err
+}
+
+// columnPositions finds each column of f in the header: its position in the file, or -1
+// where the file lacks it. It returns the names of the header's columns that f does not know,
+// in file order.
+func columnPositions(f results.FileSchema, header []string) (at []int, unknown []string, err error) {
+	pos := map[string]int{}
+	for i, h := range header {
+		if _, dup := pos[h]; dup {
+			return nil, nil, fmt.Errorf("%s:1: column %q appears twice", f.File, h)
+		}
+		pos[h] = i
+	}
+	known := map[string]bool{}
 	for _, c := range f.Columns {
-		names = append(names, c.Name)
+		known[c.Name] = true
+		p, ok := pos[c.Name]
+		switch {
+		case ok:
+			at = append(at, p)
+		case c.Required:
+			return nil, nil, fmt.Errorf("%s:1: missing column %s", f.File, c.Name)
+		default:
+			// A file written before the column was added: null in every row.
+			at = append(at, -1)
+		}
 	}
-	// A file written before columns were added at the end of its table has a shorter header;
-	// the columns it lacks are null in every row, which only an optional column allows.
-	have := len(header)
-	if have > len(names) || !reflect.DeepEqual(header, names[:have]) || !allOptional(f.Columns[have:]) {
-		return 0, fmt.Errorf("%s:1: header %s is not the format's %s", f.File,
-			strings.Join(header, ","), strings.Join(names, ","))
+	for _, h := range header {
+		if !known[h] {
+			unknown = append(unknown, h)
+		}
 	}
+	return at, unknown, nil
+}
+
+// writeRows writes the rows that cr reads, whose cell of f's column i is at position at[i],
+// to w as Parquet.
+func writeRows(w io.Writer, cr *csv.Reader, f results.FileSchema, at []int) (int, error) {
 	pw, err := parquet.NewWriter(w, ParquetSchema(f), parquet.Options{
 		RowsPerGroup: rowsPerGroup,
 		Metadata: []parquet.KeyValue{
@@ -202,16 +254,23 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	version := strconv.Itoa(results.FormatVersion)
 	row := make([]parquet.Value, len(f.Columns))
 	n := 0
+	// The values seen so far of each column whose value names its row, with their lines.
+	seen := map[int]map[string]int{}
+	for i, c := range f.Columns {
+		if c.Unique {
+			seen[i] = map[string]int{}
+		}
+	}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", f.File, err)
+			return 0, csvError(f.File, err)
 		}
 		line, _ := cr.FieldPos(0)
-		if v := rec[0]; v != version {
+		if v := rec[at[0]]; v != version {
 			if v == "" {
 				v = `""`
 			}
@@ -219,12 +278,18 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 		}
 		for i, c := range f.Columns {
 			cell := ""
-			if i < have {
-				cell = rec[i]
+			if at[i] >= 0 {
+				cell = rec[at[i]]
 			}
 			v, err := cellValue(c, cell)
 			if err != nil {
 				return 0, fmt.Errorf("%s:%d: %s: %w", f.File, line, c.Name, err)
+			}
+			if s := seen[i]; s != nil {
+				if first, dup := s[cell]; dup {
+					return 0, fmt.Errorf("%s:%d: %s: %s appears twice (also on line %d)", f.File, line, c.Name, cell, first)
+				}
+				s[cell] = line
 			}
 			row[i] = v
 		}
@@ -239,20 +304,22 @@ func WriteParquet(w io.Writer, r io.Reader, f results.FileSchema) (int, error) {
 	return n, nil
 }
 
-// allOptional reports whether every column of cols may hold a missing value.
-func allOptional(cols []results.Column) bool {
-	for _, c := range cols {
-		if c.Required {
-			return false
-		}
+// csvError names the file in an error of its CSV reader, unless the error names it already.
+func csvError(file string, err error) error {
+	var capped *results.LineCapError
+	if errors.As(err, &capped) {
+		return err
 	}
-	return true
+	return fmt.Errorf("%s: %w", file, err)
 }
 
 // cellValue converts one CSV cell of column c to a Parquet value.
 func cellValue(c results.Column, cell string) (parquet.Value, error) {
 	v, err := c.Kind.Parse(cell)
 	if err != nil {
+		return parquet.Value{}, err
+	}
+	if err := c.Allows(cell); err != nil {
 		return parquet.Value{}, err
 	}
 	switch x := v.(type) {

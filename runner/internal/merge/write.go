@@ -35,11 +35,13 @@ func writeMerged(out string, shards []*shard, cov coverage) (*Report, error) {
 		return nil, err
 	}
 	var man *results.Manifest
+	var logNotes []string
 	err = writeNew(out, func(tmp string) error {
-		servers, err := copyLogs(tmp, merged)
+		servers, notes, err := copyLogs(tmp, merged)
 		if err != nil {
 			return err
 		}
+		logNotes = notes
 		servers = planOrderServers(servers, configs)
 		man = mergedManifest(shards, merged, ref, configs, servers, cov)
 		if err := copyDiscarded(tmp, merged); err != nil {
@@ -51,7 +53,7 @@ func writeMerged(out string, shards []*shard, cov coverage) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Dir: out, Status: man.Status, Shards: len(merged), Configs: len(configs), Requests: len(rows.Requests),
-		Notes: mergeNotes(merged)}
+		Notes: append(mergeNotes(merged), logNotes...)}
 	if cov.unlisted != "" {
 		rep.Notes = append(rep.Notes, "the configs of the missing shards are not listed: "+cov.unlisted)
 	}
@@ -140,6 +142,14 @@ func writeNew(out string, fill func(tmp string) error) error {
 		return err
 	}
 	syncDir(tmp)
+	// An existing empty folder at out may take the merge (checkMergeOut refused any other);
+	// Rename does not replace a folder, so it goes first. Remove fails if it is no longer
+	// empty, and a folder made at out after it is refused by Rename.
+	if st, err := os.Lstat(out); err == nil && st.IsDir() {
+		if err := os.Remove(out); err != nil {
+			return fmt.Errorf("%s %w: %v", out, ErrBadOut, err)
+		}
+	}
 	if err := os.Rename(tmp, out); err != nil {
 		return err
 	}
@@ -227,14 +237,18 @@ func planOrderServers(servers []results.ServerInfo, configs []experiment.Config)
 
 // copyLogs copies each shard's logs/ into dir/logs/ and returns the shards' boots, each with
 // its shard and host and with its log_file naming the copy. A log whose name an earlier shard's
-// took is copied to logs/shard-<index>/ instead.
-func copyLogs(dir string, shards []*shard) ([]results.ServerInfo, error) {
+// took is copied to logs/shard-<index>/ instead. A log that is a symbolic link is copied from
+// its target when that is a regular file inside the shard folder; any other log that is not a
+// regular file is left out, and a boot whose log the merged folder does not hold names none,
+// each said in a note: log_file never names a file the merged folder lacks.
+func copyLogs(dir string, shards []*shard) ([]results.ServerInfo, []string, error) {
 	logs := filepath.Join(dir, results.LogsDir)
 	if err := os.Mkdir(logs, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	taken := map[string]bool{}
 	var servers []results.ServerInfo
+	var notes []string
 	for _, s := range shards {
 		renamed := map[string]string{} // a log's path in the shard → its path in the merged folder
 		src := filepath.Join(s.dir, results.LogsDir)
@@ -245,7 +259,7 @@ func copyLogs(dir string, shards []*shard) ([]results.ServerInfo, error) {
 				}
 				return err
 			}
-			if !d.Type().IsRegular() {
+			if d.IsDir() {
 				return nil
 			}
 			rel, err := filepath.Rel(src, path)
@@ -253,6 +267,10 @@ func copyLogs(dir string, shards []*shard) ([]results.ServerInfo, error) {
 				return err
 			}
 			rel = filepath.ToSlash(rel)
+			if why := logProblem(s.dir, path, d); why != "" {
+				notes = append(notes, fmt.Sprintf("%s: %s/%s is left out of the merged folder: %s", s.name(), results.LogsDir, rel, why))
+				return nil
+			}
 			dst := rel
 			if taken[dst] {
 				dst = "shard-" + strconv.Itoa(s.index()) + "/" + rel
@@ -262,18 +280,50 @@ func copyLogs(dir string, shards []*shard) ([]results.ServerInfo, error) {
 			return copyFile(path, filepath.Join(logs, filepath.FromSlash(dst)))
 		})
 		if err != nil {
-			return nil, fmt.Errorf("copy the logs of %s: %w", s.dir, err)
+			return nil, nil, fmt.Errorf("copy the logs of %s: %w", s.dir, err)
 		}
 		for _, info := range s.man.Servers {
 			info.Shard = record.Int(s.index())
 			info.Host = s.host
 			if p, ok := renamed[info.LogFile]; ok {
 				info.LogFile = p
+			} else if info.LogFile != "" {
+				notes = append(notes, fmt.Sprintf("%s: server %s's log %s is not in the merged folder, so servers.csv names no log for it",
+					s.name(), info.ServerID, info.LogFile))
+				info.LogFile = ""
 			}
 			servers = append(servers, info)
 		}
 	}
-	return servers, nil
+	return servers, notes, nil
+}
+
+// logProblem says why the log at path, an entry d of the shard folder shard's logs/, cannot be
+// copied, or returns "" when it can: a regular file, or a symbolic link to a regular file
+// inside the shard folder. A link out of the folder could copy any file of the machine into
+// the merged one.
+func logProblem(shard, path string, d fs.DirEntry) string {
+	if d.Type().IsRegular() {
+		return ""
+	}
+	if d.Type()&fs.ModeSymlink == 0 {
+		return "it is not a regular file"
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Sprintf("a symbolic link that does not resolve (%v)", err)
+	}
+	root, err := filepath.EvalSymlinks(shard)
+	if err != nil {
+		return err.Error()
+	}
+	if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "a symbolic link to " + target + ", outside the shard folder"
+	}
+	if st, err := os.Stat(target); err != nil || !st.Mode().IsRegular() {
+		return "a symbolic link to " + target + ", which is not a regular file"
+	}
+	return ""
 }
 
 // copyDiscarded copies each shard's discarded/ to dir/discarded/shard-<index>/.
@@ -306,7 +356,7 @@ func copyFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	in, err := os.Open(src)
+	in, err := results.OpenRegular(src)
 	if err != nil {
 		return err
 	}

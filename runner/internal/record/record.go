@@ -71,6 +71,12 @@ const (
 	ErrImpossibleCount ErrorClass = "impossible_count"
 )
 
+// ErrorClasses are every error class, ErrNone first: the closed vocabulary of the error_class
+// column, which readers check a cell against. A new class is added here and to the constants.
+var ErrorClasses = []ErrorClass{ErrNone, ErrConnect, ErrHTTPStatus, ErrRedirect, ErrNotStream,
+	ErrEncoding, ErrStreamError, ErrEventTooLarge, ErrNoEvent, ErrTruncated, ErrTimeout, ErrDecode,
+	ErrNoText, ErrImpossibleCount, ErrCanceled, ErrServer, ErrCacheReset, ErrPromptTooShort}
+
 // LoadMode says how the requests of a load point arrive.
 type LoadMode string
 

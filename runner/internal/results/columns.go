@@ -41,7 +41,15 @@ func optIntCol[T any](name string, f func(*T) **int) column[T] {
 		set: func(v *T, s string) (err error) { *f(v), err = parseOptInt(s); return err }}
 }
 
+// msCol is a duration that may be missing and is never below zero; signedMsCol one that may
+// be (a difference of two clocks).
 func msCol[T any](name string, f func(*T) **time.Duration) column[T] {
+	c := signedMsCol(name, f)
+	c.NonNegative = true
+	return c
+}
+
+func signedMsCol[T any](name string, f func(*T) **time.Duration) column[T] {
 	return column[T]{Column: Column{Name: name, Kind: KindFloat},
 		get: func(v *T) string {
 			if p := *f(v); p != nil {
@@ -64,7 +72,7 @@ func msCol[T any](name string, f func(*T) **time.Duration) column[T] {
 }
 
 func reqMsCol[T any](name string, f func(*T) *time.Duration) column[T] {
-	return column[T]{Column: Column{Name: name, Kind: KindFloat, Required: true},
+	return column[T]{Column: Column{Name: name, Kind: KindFloat, Required: true, NonNegative: true},
 		get: func(v *T) string { return formatMs(*f(v)) },
 		set: func(v *T, s string) (err error) { *f(v), err = parseMs(s); return err }}
 }
@@ -125,6 +133,15 @@ func typedStrCol[T any, S ~string](name string, f func(*T) *S) column[T] {
 			*f(v) = S(u)
 			return err
 		}}
+}
+
+// enumCol is typedStrCol for a column whose cells are one of values.
+func enumCol[T any, S ~string](name string, values []S, f func(*T) *S) column[T] {
+	c := typedStrCol(name, f)
+	for _, v := range values {
+		c.Values = append(c.Values, string(v))
+	}
+	return c
 }
 
 // listCol stores a list of short texts in one cell, joined by "; "; each item is escaped with

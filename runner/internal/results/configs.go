@@ -57,18 +57,43 @@ func configsTable(paths []string) *Table[ConfigRow] {
 			name = AxisColumn(p) + "_" + strconv.Itoa(i)
 		}
 		used[name] = true
-		path := p
-		t.cols = append(t.cols, column[ConfigRow]{Column: Column{Name: name, Kind: KindString},
+		path, kind := p, axisKind(p)
+		t.cols = append(t.cols, column[ConfigRow]{Column: Column{Name: name, Kind: kind},
 			get: func(c *ConfigRow) string {
 				for _, a := range c.Axes {
 					if a.Path == path {
-						return escapeCell(a.Value, "")
+						return axisCell(kind, a.Value)
 					}
 				}
 				return ""
 			}})
 	}
 	return t
+}
+
+// axisKind returns the kind of the column of the axis path: its field's type.
+func axisKind(path string) Kind {
+	switch experiment.AxisType(path) {
+	case "int":
+		return KindInt
+	case "float":
+		return KindFloat
+	case "bool":
+		return KindBool
+	}
+	return KindString
+}
+
+// axisCell writes the value of an axis whose column has kind k. A number is written with a
+// decimal point, as every float column's cells are, so that a whole value such as a rate of 2
+// loads as a float.
+func axisCell(k Kind, v string) string {
+	if k == KindFloat && !strings.ContainsAny(v, ".eEnN") {
+		if _, err := strconv.ParseFloat(v, 64); err == nil {
+			return v + ".0"
+		}
+	}
+	return escapeCell(v, "")
 }
 
 // axisPaths returns the axis paths of configs in order of first appearance.

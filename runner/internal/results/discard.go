@@ -144,7 +144,7 @@ func (f *Folder) reopen() error {
 // byte: it appends them there (with the header first when that file is new), then replaces
 // dir/name atomically with its header and the other rows. It does nothing when no row moves.
 func moveRows[T any](dir, name string, header []string, newScanner func(io.Reader, string) *Scanner[T], move func(T) bool) error {
-	data, err := os.ReadFile(filepath.Join(dir, name))
+	data, err := ReadRegular(filepath.Join(dir, name), MaxRowFileBytes)
 	if err != nil {
 		return err
 	}

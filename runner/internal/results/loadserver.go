@@ -63,7 +63,7 @@ func loadServerCols[T any](get func(*T) *LoadServer) []column[T] {
 		optIntCol("server_generation_tokens", func(v *T) **int { return &get(v).GenerationTokens }),
 		optIntCol("prefix_cache_queries", func(v *T) **int { return &get(v).CacheQueries }),
 		optIntCol("prefix_cache_hits", func(v *T) **int { return &get(v).CacheHits }),
-		msCol("client_overhead_mean_ms", func(v *T) **time.Duration { return &get(v).ClientOverheadMean }),
+		signedMsCol("client_overhead_mean_ms", func(v *T) **time.Duration { return &get(v).ClientOverheadMean }),
 	}
 }
 

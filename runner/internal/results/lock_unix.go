@@ -33,9 +33,9 @@ func acquireLock(dir string) (*os.File, error) {
 
 // lockHeld reports whether a live process holds the folder's lock.
 func lockHeld(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, lockFile))
+	f, err := OpenRegular(filepath.Join(dir, lockFile))
 	if err != nil {
-		return false
+		return false // a lock file that is not a regular file is no writer's
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {

@@ -73,8 +73,12 @@ type Shard struct {
 	// Source says where the index came from: "flag", "JOB_COMPLETION_INDEX" (a Kubernetes
 	// Indexed Job) or "SLURM_ARRAY_TASK_ID" (a Slurm job array).
 	Source string `json:"source,omitempty"`
-	// Host is the machine the shard ran on (os.Hostname).
+	// Host is the machine the shard ran on (os.Hostname): the last one, where a resume
+	// finished it on another machine.
 	Host string `json:"host,omitempty"`
+	// EarlierHosts are the machines the shard ran on before a resume moved it to Host, in
+	// order; empty while it has run on one machine.
+	EarlierHosts []string `json:"earlier_hosts,omitempty"`
 }
 
 // Merged records the shard folders a merged folder was made from.
@@ -198,7 +202,7 @@ func syncDir(dir string) {
 // status is as written; Open reports a running folder whose writer is gone as interrupted.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path, MaxManifestBytes)
 	if err != nil {
 		if st, serr := os.Stat(dir); serr != nil && os.IsNotExist(serr) {
 			return nil, fmt.Errorf("%s: no such folder", dir)

@@ -55,7 +55,7 @@ func (r *Reader) tolerant() bool { return r.status == StatusRunning || r.status 
 // with a note when tolerate is set, and an error otherwise.
 func scanAll[T any](dir, name string, newScanner func(io.Reader, string) *Scanner[T], tolerate bool,
 	fn func(rec T, line int) error) (note string, err error) {
-	file, err := os.Open(filepath.Join(dir, name))
+	file, err := OpenRegular(filepath.Join(dir, name))
 	if err != nil {
 		return "", err
 	}

@@ -22,19 +22,19 @@ type req = record.Request
 // (outputs.jsonl) and Error (errors.jsonl), and rows read back lack them: ReadRequests joins
 // those.
 var RequestsCSV = &Table[req]{file: RequestsFile, cols: slices.Concat([]column[req]{
-	{Column: Column{Name: "request_id", Kind: KindString, Required: true}, derived: true,
+	{Column: Column{Name: "request_id", Kind: KindString, Required: true, Unique: true}, derived: true,
 		get:   func(r *req) string { return escapeCell(RequestID(r.ConfigID, r.Seq), "") },
 		check: checkRequestID},
 	strCol("config_id", func(r *req) *string { return &r.ConfigID }),
 	strCol("server_id", func(r *req) *string { return &r.ServerID }),
 	intCol("seq", func(r *req) *int { return &r.Seq }),
-	typedStrCol("phase", func(r *req) *record.Phase { return &r.Phase }),
+	enumCol("phase", []record.Phase{record.PhaseFirst, record.PhaseWarmup, record.PhaseMeasure}, func(r *req) *record.Phase { return &r.Phase }),
 	intCol("rep", func(r *req) *int { return &r.Rep }),
 	{Column: Column{Name: "warmup", Kind: KindBool, Required: true}, derived: true,
 		get: func(r *req) string { return formatBool(r.Phase != record.PhaseMeasure) }},
 	timeCol("start_time", func(r *req) *time.Time { return &r.Start }),
-	typedStrCol("status", func(r *req) *record.Status { return &r.Status }),
-	typedStrCol("error_class", func(r *req) *record.ErrorClass { return &r.ErrorClass }),
+	enumCol("status", []record.Status{record.StatusOK, record.StatusFailed}, func(r *req) *record.Status { return &r.Status }),
+	enumCol("error_class", errorClasses, func(r *req) *record.ErrorClass { return &r.ErrorClass }),
 	zeroIsMissingIntCol("http_status", func(r *req) *int { return &r.HTTPStatus }),
 	boolCol("conn_reused", func(r *req) *bool { return &r.ConnReused }),
 	msCol("wrote_request_ms", func(r *req) **time.Duration { return &r.WroteRequest }),
@@ -50,7 +50,8 @@ var RequestsCSV = &Table[req]{file: RequestsFile, cols: slices.Concat([]column[r
 	intCol("events", func(r *req) *int { return &r.Events }),
 	intCol("text_events", func(r *req) *int { return &r.TextEvents }),
 	optIntCol("output_tokens", func(r *req) **int { return &r.OutputTokens }),
-	typedStrCol("output_tokens_source", func(r *req) *record.TokenSource { return &r.TokenSource }),
+	enumCol("output_tokens_source", []record.TokenSource{record.SourceNone, record.SourceTokenIDs, record.SourceUsageCont,
+		record.SourceUsage, record.SourceTokenize, record.SourceTiktoken}, func(r *req) *record.TokenSource { return &r.TokenSource }),
 	optIntCol("tokens_from_ids", func(r *req) **int { return &r.TokensFromIDs }),
 	optIntCol("tokens_from_usage", func(r *req) **int { return &r.TokensFromUsage }),
 	optIntCol("tokens_from_tokenize", func(r *req) **int { return &r.TokensFromTokenize }),
@@ -66,11 +67,11 @@ var RequestsCSV = &Table[req]{file: RequestsFile, cols: slices.Concat([]column[r
 	boolCol("cache_reset", func(r *req) *bool { return &r.CacheReset }),
 }, addedLater(
 	// How the request was sent under load: empty cells for a request without a load section.
-	typedStrCol("load_mode", func(r *req) *record.LoadMode { return &r.LoadMode }),
+	enumCol("load_mode", []record.LoadMode{record.LoadNone, record.LoadClosed, record.LoadOpen}, func(r *req) *record.LoadMode { return &r.LoadMode }),
 	zeroIsMissingIntCol("concurrency", func(r *req) *int { return &r.Concurrency }),
 	zeroIsMissingFloatCol("rate_rps", 6, func(r *req) *float64 { return &r.Rate }),
 	msCol("scheduled_ms", func(r *req) **time.Duration { return &r.Scheduled }),
-	msCol("send_lag_ms", func(r *req) **time.Duration { return &r.SendLag }),
+	signedMsCol("send_lag_ms", func(r *req) **time.Duration { return &r.SendLag }),
 	msCol("cap_wait_ms", func(r *req) **time.Duration { return &r.CapWait }),
 	zeroIsMissingIntCol("in_flight", func(r *req) *int { return &r.InFlight }),
 ), addedLater(
@@ -85,7 +86,7 @@ var RequestsCSV = &Table[req]{file: RequestsFile, cols: slices.Concat([]column[r
 	optIntCol("server_generation_tokens", func(r *req) **int { return &r.ServerGenerationTokens }),
 	optIntCol("prefix_cache_queries", func(r *req) **int { return &r.PrefixCacheQueries }),
 	optIntCol("prefix_cache_hits", func(r *req) **int { return &r.PrefixCacheHits }),
-	msCol("client_overhead_ms", func(r *req) **time.Duration { return &r.ClientOverhead }),
+	signedMsCol("client_overhead_ms", func(r *req) **time.Duration { return &r.ClientOverhead }),
 	cacheHitAfterResetCol,
 ), addedLater(
 	// The GPUs' state over the request, from telemetry.csv: empty cells where no GPU was
@@ -97,6 +98,10 @@ var RequestsCSV = &Table[req]{file: RequestsFile, cols: slices.Concat([]column[r
 	// How a prompt_tokens prompt was made to its length; empty for a prompt written out.
 	strCol("prompt_built", func(r *req) *string { return &r.PromptBuilt }),
 ))}
+
+// errorClasses are the values of error_class: none (an empty cell) and every class of
+// package record.
+var errorClasses = record.ErrorClasses
 
 // cacheHitAfterResetCol says whether a request whose cache was reset hit the prefix cache all
 // the same: empty when that is unknown (no reset, or no prefix-cache counters), so that false

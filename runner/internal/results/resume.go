@@ -50,6 +50,11 @@ func Resume(dir string) (*Folder, Done, error) {
 	f.man.End = nil
 	f.man.Resumes = append(f.man.Resumes, now)
 	f.man.Process = Process{PID: os.Getpid(), Host: host}
+	if sh := f.man.Shard; sh != nil && host != "" && sh.Host != host {
+		// The shard now runs here; the merge names this host, and the earlier one is kept.
+		sh.EarlierHosts = appendHost(sh.EarlierHosts, sh.Host)
+		sh.Host = host
+	}
 	f.resume = len(f.man.Resumes)
 	if err := writeAtomic(dir, ServersFile, serversCSV(f.man.Servers)); err != nil {
 		f.abandon()
@@ -124,7 +129,7 @@ func (f *Folder) repair() error {
 // before columns were added to it, so that the rows a resumed run appends match the header.
 // The rows it holds are written again from what was read, which the round trip keeps exact.
 func (f *Folder) upgradeRequests() error {
-	data, err := os.ReadFile(filepath.Join(f.dir, RequestsFile))
+	data, err := ReadRegular(filepath.Join(f.dir, RequestsFile), MaxRowFileBytes)
 	if err != nil {
 		return err
 	}
@@ -143,7 +148,7 @@ func (f *Folder) upgradeRequests() error {
 // and the rows for which keep is true, byte for byte. A torn last line is dropped. A missing
 // or headerless file is recreated with its header (CSV) or empty (JSON Lines).
 func filterFile[T any](dir, name string, header []string, newScanner func(io.Reader, string) *Scanner[T], keep func(T) bool) error {
-	data, err := os.ReadFile(filepath.Join(dir, name))
+	data, err := ReadRegular(filepath.Join(dir, name), MaxRowFileBytes)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
@@ -209,4 +214,12 @@ func splitRows[T any](data []byte, name string, newScanner func(io.Reader, strin
 		rows = append(rows, rowSpan{data[prev:end], picked})
 	}
 	return head, rows, err
+}
+
+// appendHost appends host to hosts unless it is empty or already the last of them.
+func appendHost(hosts []string, host string) []string {
+	if host == "" || len(hosts) > 0 && hosts[len(hosts)-1] == host {
+		return hosts
+	}
+	return append(hosts, host)
 }

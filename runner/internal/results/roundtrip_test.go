@@ -48,6 +48,28 @@ func (g *gen) dur() *time.Duration {
 	}
 	return record.Dur(time.Duration(g.i64()))
 }
+
+// udur is dur never below zero, as most duration columns hold.
+func (g *gen) udur() *time.Duration {
+	d := g.dur()
+	if d != nil && *d < 0 {
+		*d = -(*d + 1)
+	}
+	return d
+}
+
+// udurAlways is udur that is never missing.
+func (g *gen) udurAlways() *time.Duration {
+	d := time.Duration(g.i64())
+	if d < 0 {
+		d = -(d + 1)
+	}
+	return &d
+}
+
+// pick returns one of values, which a column that allows only those holds.
+func pick[S ~string](g *gen, values []S) S { return values[g.u64()%uint64(len(values))] }
+
 func (g *gen) optInt() *int {
 	if !g.maybe() {
 		return nil
@@ -64,16 +86,19 @@ func (g *gen) time() time.Time {
 
 func genRequest(g *gen) record.Request {
 	return record.Request{
-		ConfigID: g.s(), ServerID: g.s(), Seq: g.int(), Phase: record.Phase(g.s()), Rep: g.int(),
-		Start: g.time(), Status: record.Status(g.s()), ErrorClass: record.ErrorClass(g.s()), HTTPStatus: g.int(),
-		ConnReused: g.bool(), WroteRequest: g.dur(), FirstByte: g.dur(), TTFT: g.dur(), LastText: g.dur(), E2E: g.dur(),
-		TPOTEvent: g.dur(), TPOTToken: g.dur(), TPOTTokenExact: g.bool(), ITLMedian: g.dur(), ITLMax: g.dur(),
-		Events: g.int(), TextEvents: g.int(), OutputTokens: g.optInt(), TokenSource: record.TokenSource(g.s()),
+		ConfigID: g.s(), ServerID: g.s(), Seq: g.int(), Phase: pick(g, []record.Phase{record.PhaseFirst, record.PhaseWarmup, record.PhaseMeasure}),
+		Rep: g.int(), Start: g.time(), Status: pick(g, []record.Status{record.StatusOK, record.StatusFailed}),
+		ErrorClass: pick(g, errorClasses), HTTPStatus: g.int(),
+		ConnReused: g.bool(), WroteRequest: g.udur(), FirstByte: g.udur(), TTFT: g.udur(), LastText: g.udur(), E2E: g.udur(),
+		TPOTEvent: g.udur(), TPOTToken: g.udur(), TPOTTokenExact: g.bool(), ITLMedian: g.udur(), ITLMax: g.udur(),
+		Events: g.int(), TextEvents: g.int(), OutputTokens: g.optInt(),
+		TokenSource: pick(g, []record.TokenSource{record.SourceNone, record.SourceTokenIDs, record.SourceUsageCont, record.SourceUsage,
+			record.SourceTokenize, record.SourceTiktoken}),
 		TokensFromIDs: g.optInt(), TokensFromUsage: g.optInt(), TokensFromTokenize: g.optInt(), TokensFromTiktoken: g.optInt(),
 		TiktokenEncoding: g.s(), PromptTokensRequested: g.optInt(), PromptTokensReported: g.optInt(), MaxTokens: g.int(),
 		FinishReason: g.s(), ContinuousUsage: g.bool(), ReturnTokenIDs: g.bool(), Cache: g.s(), CacheReset: g.bool(),
-		LoadMode: record.LoadMode(g.s()), Concurrency: g.int(), Rate: g.fixed6(), Scheduled: g.dur(), SendLag: g.dur(),
-		CapWait: g.dur(), InFlight: g.int(),
+		LoadMode: pick(g, []record.LoadMode{record.LoadNone, record.LoadClosed, record.LoadOpen}), Concurrency: g.int(),
+		Rate: g.fixed6(), Scheduled: g.udur(), SendLag: g.dur(), CapWait: g.udur(), InFlight: g.int(),
 	}
 }
 
@@ -135,7 +160,7 @@ func FuzzEventsRoundTrip(f *testing.F) {
 		g := &gen{b: b, str: []string{id}}
 		var rows []EventRow
 		for i := 0; i < 4; i++ {
-			rows = append(rows, EventRow{RequestID: g.s(), Event: record.Event{Seq: g.int(), SinceT0: time.Duration(g.i64()),
+			rows = append(rows, EventRow{RequestID: g.s(), Event: record.Event{Seq: g.int(), SinceT0: *g.udurAlways(),
 				Bytes: g.int(), TextLen: g.int(), Tokens: g.optInt(), Text: g.bool()}})
 		}
 		got := roundTrip(t, rows, func(w io.Writer) interface{ Encode(*EventRow) error } { return EventsCSV.NewEncoder(w) },

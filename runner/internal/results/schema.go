@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -114,8 +113,14 @@ type (
 		Format      string            `json:"format,omitempty"`
 		Constraints *fieldConstraints `json:"constraints,omitempty"`
 	}
+	// fieldConstraints are a field's Frictionless constraints: required, the values of an
+	// enum (the empty cell among them where the column allows it), a minimum of 0 for a number
+	// that is never below zero, and unique for a column whose value names its row.
 	fieldConstraints struct {
-		Required bool `json:"required"`
+		Required bool     `json:"required,omitempty"`
+		Enum     []string `json:"enum,omitempty"`
+		Minimum  *int     `json:"minimum,omitempty"`
+		Unique   bool     `json:"unique,omitempty"`
 	}
 )
 
@@ -141,8 +146,11 @@ func EncodeSchema(w io.Writer, name string, files []FileSchema) error {
 			if c.Kind == KindTime {
 				field.Format = "default" // RFC 3339 (XML Schema dateTime) in UTC
 			}
-			if c.Required {
-				field.Constraints = &fieldConstraints{Required: true}
+			if c.Required || c.Values != nil || c.NonNegative || c.Unique {
+				field.Constraints = &fieldConstraints{Required: c.Required, Enum: c.Values, Unique: c.Unique}
+				if c.NonNegative {
+					field.Constraints.Minimum = new(int)
+				}
 			}
 			res.Schema.Fields = append(res.Schema.Fields, field)
 		}
@@ -177,8 +185,12 @@ func DecodeSchema(r io.Reader) ([]FileSchema, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s: %s: column %s has unknown type %q", SchemaFile, res.Path, field.Name, field.Type)
 			}
-			f.Columns = append(f.Columns, Column{Name: field.Name, Kind: k,
-				Required: field.Constraints != nil && field.Constraints.Required})
+			col := Column{Name: field.Name, Kind: k}
+			if fc := field.Constraints; fc != nil {
+				col.Required, col.Values, col.Unique = fc.Required, fc.Enum, fc.Unique
+				col.NonNegative = fc.Minimum != nil && *fc.Minimum == 0
+			}
+			f.Columns = append(f.Columns, col)
 		}
 		files = append(files, f)
 	}
@@ -201,10 +213,9 @@ func (f *Folder) writeSchema() error {
 // carried one has none: the error then satisfies errors.Is(err, fs.ErrNotExist), and
 // Reader.Schema gives the same description from the tables.
 func ReadSchema(dir string) ([]FileSchema, error) {
-	file, err := os.Open(filepath.Join(dir, SchemaFile))
+	b, err := ReadRegular(filepath.Join(dir, SchemaFile), MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer file.Close()
-	return DecodeSchema(file)
+	return DecodeSchema(bytes.NewReader(b))
 }

@@ -98,3 +98,37 @@ func TestReadServersWithoutShardColumns(t *testing.T) {
 		t.Errorf("read %+v", got)
 	}
 }
+
+// TestResumeMovesShardHost checks that a shard resumed on another machine names that machine
+// as its host, so that a merge says where it finished, and keeps the machine it began on.
+func TestResumeMovesShardHost(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		t.Skip("no hostname here")
+	}
+	exp, configs := testExperiment()
+	run := testRunInfo()
+	run.Shard = &Shard{Index: 0, Count: 2, Fingerprint: "f00d", Source: "flag", Host: "gpu-elsewhere-" + host}
+	f, err := Create(t.TempDir(), exp, configs, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.abandon()
+	for i := range 2 {
+		g, _, err := Resume(f.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Close(StatusInterrupted); err != nil {
+			t.Fatal(err)
+		}
+		m, err := ReadManifest(f.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"gpu-elsewhere-" + host}
+		if m.Shard.Host != host || !reflect.DeepEqual(m.Shard.EarlierHosts, want) {
+			t.Errorf("after resume %d here: shard host %q, earlier %q; want %q, %q", i+1, m.Shard.Host, m.Shard.EarlierHosts, host, want)
+		}
+	}
+}

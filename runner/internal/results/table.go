@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
@@ -29,6 +31,37 @@ type Column struct {
 	// Required is set when every row has a value: the cell is never empty. Other columns may
 	// have missing values in any row, or in every row.
 	Required bool
+	// Values, if set, are the only values a cell may hold (an enum): a reader refuses any
+	// other, the empty cell included unless it is one of them.
+	Values []string
+	// NonNegative is set for a number that is never below zero, such as a duration from a
+	// request's start.
+	NonNegative bool
+	// Unique is set for a column whose value names its row: no two rows of a file share one
+	// (requests.csv's request_id). Every reader refuses a file where two rows do.
+	Unique bool
+}
+
+// Allows reports whether cell holds a value that the column allows beyond its kind: one of
+// Values where those are set, and not below zero where NonNegative is set. Every reader checks
+// it, the folder's and the export's alike, so that they accept the same files.
+func (c Column) Allows(cell string) error {
+	if c.Values != nil && !slices.Contains(c.Values, cell) {
+		return fmt.Errorf("unknown value %q (one of %s)", cell, strings.Join(quoted(c.Values), ", "))
+	}
+	if c.NonNegative && strings.HasPrefix(cell, "-") {
+		return fmt.Errorf("negative value %s: it is never below zero", cell)
+	}
+	return nil
+}
+
+// quoted returns each value in quotes, the empty one as "".
+func quoted(values []string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = strconv.Quote(v)
+	}
+	return out
 }
 
 // column binds a Column to a field of the row type T.
@@ -318,7 +351,7 @@ func (s *Scanner[T]) Err() error { return s.err }
 
 // newCSVScanner returns a scanner of the CSV file name over r with the columns of t.
 func newCSVScanner[T any](r io.Reader, name string, t *Table[T]) *Scanner[T] {
-	lb := &lastByteReader{r: r}
+	lb := &lastByteReader{r: CapLines(r, name)}
 	cr := csv.NewReader(lb)
 	cr.ReuseRecord = false
 	c := &csvRows[T]{cr: cr, name: name, t: t}
@@ -367,7 +400,10 @@ func (c *csvRows[T]) next() (T, int, int64, error) {
 		}
 		if err != nil {
 			var pe *csv.ParseError
-			if errors.As(err, &pe) {
+			var capped *LineCapError
+			if errors.As(err, &capped) {
+				line = capped.Line
+			} else if errors.As(err, &pe) {
 				err = fmt.Errorf("%s:%d: %w", c.name, pe.StartLine, pe.Err)
 				line = pe.StartLine
 			} else {
@@ -438,10 +474,21 @@ func (c *csvRows[T]) decode(fields []string, line int) (T, error) {
 		return zero, &VersionError{File: c.name, Line: line, Version: v}
 	}
 	for i, col := range c.t.cols {
-		if col.derived || c.idx[i] < 0 {
+		if c.idx[i] < 0 {
 			continue
 		}
-		if err := col.set(&rec, fields[c.idx[i]]); err != nil {
+		cell := fields[c.idx[i]]
+		if err := col.Allows(cell); err != nil {
+			return zero, c.fail(line, "%s: %v", col.Name, err)
+		}
+		if col.derived {
+			// Not decoded, but a derived cell must still be a value of its kind.
+			if err := checkKind(col.Column, cell); err != nil {
+				return zero, c.fail(line, "%s: %v", col.Name, err)
+			}
+			continue
+		}
+		if err := col.set(&rec, cell); err != nil {
 			return zero, c.fail(line, "%s: %v", col.Name, err)
 		}
 	}
@@ -463,6 +510,16 @@ func (c *csvRows[T]) decode(fields []string, line int) (T, error) {
 		}
 	}
 	return rec, nil
+}
+
+// checkKind reports whether cell is a value of the column c's kind, and not empty where c
+// always has a value.
+func checkKind(c Column, cell string) error {
+	if cell == "" && c.Required {
+		return errors.New("empty cell in a column that always has a value")
+	}
+	_, err := c.Kind.Parse(cell)
+	return err
 }
 
 // Parse reads one cell of a column of kind k as this package writes it. It returns nil for an

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -101,7 +102,7 @@ func newJSONLScanner[T any](r io.Reader, name string) *Scanner[T] {
 			if eof {
 				return zero, 0, off, io.EOF
 			}
-			b, err := br.ReadBytes('\n')
+			b, err := readLine(br, MaxLineBytes)
 			start := off
 			off += int64(len(b))
 			if err == io.EOF {
@@ -110,6 +111,8 @@ func newJSONLScanner[T any](r io.Reader, name string) *Scanner[T] {
 					return zero, 0, off, io.EOF
 				}
 				torn = true
+			} else if errors.Is(err, errLineCap) {
+				return zero, line + 1, start, &LineCapError{File: name, Line: line + 1, Cap: MaxLineBytes}
 			} else if err != nil {
 				return zero, line + 1, start, fmt.Errorf("%s:%d: %w", name, line+1, err)
 			}
@@ -140,4 +143,24 @@ func newJSONLScanner[T any](r io.Reader, name string) *Scanner[T] {
 		}
 	}
 	return s
+}
+
+// errLineCap is readLine's report of a line past its cap.
+var errLineCap = errors.New("line past the cap")
+
+// readLine reads one line of br with its line break, as br.ReadBytes('\n') does, but fails with
+// errLineCap once the line holds more than limit bytes, so that a line that never ends is not
+// read into memory whole.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > limit {
+			return nil, errLineCap
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
 }
