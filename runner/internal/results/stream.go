@@ -97,3 +97,21 @@ func (r *Reader) ReadDigest(each func(q *record.Request)) (*Contents, error) {
 	return &Contents{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Digest: d, Servers: servers, Load: load,
 		Telemetry: tel, Notes: r.Notes()}, nil
 }
+
+// EachEvent calls fn with every row of events.csv in file order, one row at a time, keeping
+// none; a torn last line is noted as Requests notes it. The row fn is given is reused for the
+// next one.
+func (r *Reader) EachEvent(fn func(e *EventRow) error) error {
+	n, err := scanAll(r.dir, EventsFile, EventsCSV.NewScanner, r.tolerant(), func(e EventRow, _ int) error {
+		return fn(&e)
+	})
+	if err != nil {
+		return err
+	}
+	r.note(n)
+	return nil
+}
+
+// Note adds a note on what a reader of the folder skipped, one sentence, to those Notes
+// returns.
+func (r *Reader) Note(n string) { r.note(n) }
