@@ -6,7 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +21,10 @@ import (
 // largeFolderEnv names the number of requests of BenchmarkLargeFolder's folder; the benchmark
 // is skipped without it, since writing a folder of 300,000 requests takes minutes.
 const largeFolderEnv = "RUNNER_LARGE_REQUESTS"
+
+// largeBaselineEnv names another runner binary that BenchmarkLargeFolder also runs, for figures
+// before and after a change.
+const largeBaselineEnv = "RUNNER_LARGE_BASELINE"
 
 // BenchmarkLargeFolder writes a valid folder of $RUNNER_LARGE_REQUESTS requests of 33 streamed
 // events each on average (12 configs of a prompt × output sweep), then runs `runner summary`,
@@ -38,42 +45,73 @@ func BenchmarkLargeFolder(b *testing.B) {
 	start := time.Now()
 	dir := largeFolder(b, filepath.Join(tmp, "results"), n)
 	b.Logf("wrote %d requests to %s in %s (%s)", n, dir, time.Since(start).Round(time.Second), folderSize(b, dir))
-	outDir := filepath.Join(tmp, "report")
-	for _, c := range []struct {
-		name string
-		args []string
-		out  string
-	}{
-		{"summary", []string{"summary", dir}, ""},
-		{"diff", []string{"diff", dir, dir}, ""},
-		{"report", []string{"report", dir, "-o", outDir}, outDir},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			cmd := exec.Command(bin, c.args...)
-			stdout, err := os.Create(filepath.Join(tmp, c.name+".out"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer stdout.Close()
-			cmd.Stdout, cmd.Stderr = stdout, os.Stderr
-			t0 := time.Now()
-			if err := cmd.Run(); err != nil {
-				b.Fatalf("runner %s: %v", c.name, err)
-			}
-			wall := time.Since(t0)
-			rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // Linux: KiB
-			info, _ := stdout.Stat()
-			out := info.Size()
-			line := fmt.Sprintf("runner %s: peak resident %.0f MiB, wall %s, stdout %d bytes", c.name, rss, wall.Round(10*time.Millisecond), out)
-			if c.out != "" {
-				line += ", " + filesOf(b, c.out)
-			}
-			b.Log(line)
-			b.ReportMetric(rss, "peak-MiB")
-			b.ReportMetric(wall.Seconds(), "wall-s")
-			b.ReportMetric(float64(out), "stdout-bytes")
-		})
+	// The children's peak resident memory counts the memory of this process at the fork (Linux
+	// keeps the high-water mark across the exec), so give back what writing the folder took.
+	runtime.GC()
+	debug.FreeOSMemory()
+	b.Logf("this process holds %s resident when it starts the commands (their peaks include it)", vmRSS(b))
+	bins := []struct{ suffix, path string }{{"", bin}}
+	if base := os.Getenv(largeBaselineEnv); base != "" {
+		bins = append(bins, struct{ suffix, path string }{"-baseline", base})
 	}
+	for _, bn := range bins {
+		outDir := filepath.Join(tmp, "report"+bn.suffix)
+		for _, c := range []struct {
+			name string
+			args []string
+			out  string
+		}{
+			{"summary", []string{"summary", dir}, ""},
+			{"diff", []string{"diff", dir, dir}, ""},
+			{"report", []string{"report", dir, "-o", outDir}, outDir},
+		} {
+			runLarge(b, tmp, c.name+bn.suffix, bn.path, c.args, c.out)
+		}
+	}
+}
+
+// runLarge runs the runner binary bin with args as a child process and reports its peak
+// resident memory, wall time and output bytes (stdout, and the files under out if set).
+func runLarge(b *testing.B, tmp, name, bin string, args []string, outDir string) {
+	b.Run(name, func(b *testing.B) {
+		cmd := exec.Command(bin, args...)
+		stdout, err := os.Create(filepath.Join(tmp, name+".out"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stdout.Close()
+		cmd.Stdout, cmd.Stderr = stdout, os.Stderr
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("runner %s: %v", name, err)
+		}
+		wall := time.Since(t0)
+		rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // Linux: KiB
+		info, _ := stdout.Stat()
+		out := info.Size()
+		line := fmt.Sprintf("runner %s: peak resident %.0f MiB, wall %s, stdout %d bytes", name, rss, wall.Round(10*time.Millisecond), out)
+		if outDir != "" {
+			line += ", " + filesOf(b, outDir)
+		}
+		b.Log(line)
+		b.ReportMetric(rss, "peak-MiB")
+		b.ReportMetric(wall.Seconds(), "wall-s")
+		b.ReportMetric(float64(out), "stdout-bytes")
+	})
+}
+
+// vmRSS returns this process's resident memory, as /proc/self/status says.
+func vmRSS(b *testing.B) string {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "an unknown amount"
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "an unknown amount"
 }
 
 // largeFolder writes a folder of n requests under root: a sweep of 4 prompt lengths × 3
