@@ -39,7 +39,7 @@ type configSet struct {
 }
 
 // groupConfigs lists a side's configs in expansion order, then any config that only its
-// requests name, in order of appearance, each with its measured requests.
+// requests name, in order of appearance, each with the figures of its requests.
 func groupConfigs(s *Side, by JoinBy) (*configSet, error) {
 	set := &configSet{byKey: map[string]*config{}}
 	byID := map[string]*config{}
@@ -77,8 +77,8 @@ func groupConfigs(s *Side, by JoinBy) (*configSet, error) {
 				return nil, err
 			}
 		}
-		// The rows that results.Summarize describes: the measure phase. Failed ones are
-		// counted, not compared.
+		// The digest holds what results.Summarize describes: the measure phase, the failed
+		// requests counted, not compared.
 		c.digest = g
 		c.loaded = c.loaded || g.Loaded
 	}
