@@ -15,7 +15,7 @@ PROGRESS := $(GO) run ./.ci/testprogress
 RACE_PKGS := ./runner/internal/measure ./runner/internal/sse ./runner/internal/engine \
 	./runner/internal/orchestrate ./runner/internal/telemetry ./runner/internal/sim
 
-.PHONY: help build test test-race test-engine test-short test-k8s lint fmt bench bench-load ollama model demo demo-load sim-demo sim-load
+.PHONY: help build test test-race test-engine test-short test-k8s lint fmt bench bench-large bench-load ollama model demo demo-load sim-demo sim-load
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ fmt: ## format the code
 
 bench: ## run the benchmarks and print their figures
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+bench-large: ## write a folder of 300,000 requests (9.9 M events) and print the peak memory, time and output size of summary, diff and report on it (minutes; RUNNER_LARGE_REQUESTS=N for another size)
+	RUNNER_LARGE_REQUESTS=$${RUNNER_LARGE_REQUESTS:-300000} $(GO) test -run '^$$' -bench '^BenchmarkLargeFolder$$' -benchtime 1x -count 1 -timeout 60m -v ./runner/
 
 bench-load: build ## drive 1, 64, 256 and 1024 streams against runner sim and print the client's figures
 	RUNNER_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench '^BenchmarkLoad$$' -benchtime 1x -count 1 -timeout 15m ./runner/internal/measure/

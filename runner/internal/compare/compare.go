@@ -60,8 +60,10 @@ type Options struct {
 type Side = results.Contents
 
 // Read reads the result folder dir for a comparison. It fails on a folder it cannot read,
-// including one of a format version it does not know.
-func Read(dir string) (*Side, error) { return results.ReadAll(dir) }
+// including one of a format version it does not know. It keeps only the figures of each
+// request (results.ReadDigest), not its events or texts, so that a folder of any size is
+// compared in the memory of a few numbers per request.
+func Read(dir string) (*Side, error) { return results.ReadDigest(dir) }
 
 // Report is the outcome of a comparison: everything the encoders show.
 type Report struct {

@@ -3,19 +3,32 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
-	"github.com/onelayerdown/runner/runner/internal/record"
 	"github.com/onelayerdown/runner/runner/internal/results"
 )
 
-// config is one config of one side and its measured requests.
+// config is one config of one side and the figures of its requests.
 type config struct {
-	key      string
-	ref      ConfigRef
-	measured []*record.Request
-	loaded   bool // a load section, or rows sent under one: the load-only metrics apply
+	key    string
+	ref    ConfigRef
+	digest *results.ConfigDigest // the config's requests; nil for a config without any
+	loaded bool                  // a load section, or rows sent under one: the load-only metrics apply
+}
+
+// digestOf returns the figures of a side's requests: those the reader gathered, or, for a side
+// whose requests were read whole, a digest of them.
+func digestOf(s *Side) *results.Digest {
+	if s.Digest != nil {
+		return s.Digest
+	}
+	d := results.NewDigest(s.Manifest.Configs)
+	for i := range s.Requests {
+		d.Add(&s.Requests[i])
+	}
+	return d
 }
 
 // configSet is a side's configs in order, and by the key they are joined by (an id or a
@@ -26,7 +39,7 @@ type configSet struct {
 }
 
 // groupConfigs lists a side's configs in expansion order, then any config that only its
-// requests name, in order of appearance, each with its measured requests.
+// requests name, in order of appearance, each with the figures of its requests.
 func groupConfigs(s *Side, by JoinBy) (*configSet, error) {
 	set := &configSet{byKey: map[string]*config{}}
 	byID := map[string]*config{}
@@ -56,21 +69,18 @@ func groupConfigs(s *Side, by JoinBy) (*configSet, error) {
 		}
 		g.loaded = c.Load != nil
 	}
-	for i := range s.Requests {
-		r := &s.Requests[i]
-		c := byID[r.ConfigID]
+	for _, g := range digestOf(s).Configs() {
+		c := byID[g.Config.ID]
 		if c == nil {
 			var err error
-			if c, err = add(r.ConfigID, r.ConfigID); err != nil {
+			if c, err = add(g.Config.ID, g.Config.ID); err != nil {
 				return nil, err
 			}
 		}
-		// The rows that results.Summarize describes: the measure phase. Failed ones are
-		// counted, not compared.
-		if r.Phase == record.PhaseMeasure {
-			c.measured = append(c.measured, r)
-		}
-		c.loaded = c.loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
+		// The digest holds what results.Summarize describes: the measure phase, the failed
+		// requests counted, not compared.
+		c.digest = g
+		c.loaded = c.loaded || g.Loaded
 	}
 	return set, nil
 }
@@ -90,27 +100,18 @@ func folderInfo(s *Side, set *configSet) Folder {
 // values returns the config's values of metric m over its successful measured requests, and the
 // number of its failed measured requests.
 func (c *config) values(m results.Metric) (xs []float64, failed int) {
-	for _, r := range c.measured {
-		if r.Status != record.StatusOK {
-			failed++
-			continue
-		}
-		if v, ok := m.Value(r); ok {
-			xs = append(xs, v)
-		}
+	if c.digest == nil {
+		return nil, 0
 	}
-	return xs, failed
+	return slices.Clone(c.digest.Values(m)), c.digest.Failed
 }
 
 // failureRate returns the config's failed and measured requests and the failed share in
 // percent (NaN without measured requests).
 func (c *config) failureRate() (failed, measured int, pct float64) {
-	for _, r := range c.measured {
-		if r.Status != record.StatusOK {
-			failed++
-		}
+	if c.digest != nil {
+		failed, measured = c.digest.Failed, c.digest.Measured
 	}
-	measured = len(c.measured)
 	pct = math.NaN()
 	if measured > 0 {
 		pct = 100 * float64(failed) / float64(measured)

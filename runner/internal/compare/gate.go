@@ -1,10 +1,12 @@
 package compare
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
-	"github.com/onelayerdown/runner/runner/internal/record"
+	"github.com/onelayerdown/runner/runner/internal/results"
 	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
@@ -119,22 +121,17 @@ func failedRule(o, n *config, t Threshold) string {
 // cacheHitsAfterReset says, one sentence per config, where a side's measured requests hit the
 // prefix cache although it was reset before them (record.Request.CacheHitAfterReset).
 func cacheHitsAfterReset(side string, s *Side) []string {
-	var order []string
-	hits := map[string]int{}
-	for i := range s.Requests {
-		r := &s.Requests[i]
-		if r.Phase != record.PhaseMeasure || !r.CacheHitAfterReset {
-			continue
+	var hit []*results.ConfigDigest
+	for _, c := range digestOf(s).Configs() {
+		if c.HitsMeasured > 0 {
+			hit = append(hit, c)
 		}
-		if hits[r.ConfigID] == 0 {
-			order = append(order, r.ConfigID)
-		}
-		hits[r.ConfigID]++
 	}
-	out := make([]string, 0, len(order))
-	for _, id := range order {
+	slices.SortFunc(hit, func(a, b *results.ConfigDigest) int { return cmp.Compare(a.FirstHit, b.FirstHit) })
+	out := make([]string, 0, len(hit))
+	for _, c := range hit {
 		out = append(out, fmt.Sprintf("config %s in the %s folder: %s hit the prefix cache after it was reset, so the reset did not take",
-			id, side, tabular.Plural(hits[id], "measured request")))
+			c.Config.ID, side, tabular.Plural(c.HitsMeasured, "measured request")))
 	}
 	return out
 }

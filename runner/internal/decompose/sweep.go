@@ -124,80 +124,127 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 // successful requests. Sweeps come in the order of their first config in the expansion;
 // requests of a config the list lacks join the sweep named AllConfigs.
 func Sweeps(configs []experiment.Config, reqs []record.Request) []Sweep {
+	f := NewFitter(configs)
+	for i := range reqs {
+		f.Add(&reqs[i])
+	}
+	return f.Sweeps()
+}
+
+// Fitter gathers the points of the fits one request at a time, keeping two numbers per usable
+// request of each model instead of the requests, so that a folder of any size is fitted in the
+// memory of its points: Sweeps is a Fitter over a slice of requests.
+type Fitter struct {
+	out     []*sweepFit
+	byName  map[string]*sweepFit
+	sweepOf map[string]*sweepFit // config id → sweep
+}
+
+// sweepFit is one sweep of a Fitter with the points of its two fits.
+type sweepFit struct {
+	Sweep
+	prefill prefillPoints
+	decode  decodePoints
+}
+
+// NewFitter returns a Fitter of the sweeps of configs: their order and names are those of
+// Sweeps.
+func NewFitter(configs []experiment.Config) *Fitter {
+	f := &Fitter{byName: map[string]*sweepFit{}, sweepOf: map[string]*sweepFit{}}
 	sorted := append([]experiment.Config(nil), configs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
-	var out []*Sweep
-	byName := map[string]*Sweep{}
-	sweepOf := map[string]*Sweep{} // config id → sweep
-	get := func(axes []experiment.AxisValue, name string) *Sweep {
-		s := byName[name]
-		if s == nil {
-			s = &Sweep{Name: name, Axes: axes}
-			byName[name] = s
-			out = append(out, s)
-		}
-		return s
-	}
 	for _, c := range sorted {
-		if sweepOf[c.ID] != nil {
+		if f.sweepOf[c.ID] != nil {
 			continue
 		}
-		s := get(otherAxes(c))
+		s := f.get(otherAxes(c))
 		s.ConfigIDs = append(s.ConfigIDs, c.ID)
-		sweepOf[c.ID] = s
+		f.sweepOf[c.ID] = s
 	}
-	rows := map[*Sweep][]*record.Request{}
-	for i := range reqs {
-		r := &reqs[i]
-		s := sweepOf[r.ConfigID]
-		if s == nil {
-			s = get(nil, AllConfigs)
-			s.ConfigIDs = append(s.ConfigIDs, r.ConfigID)
-			sweepOf[r.ConfigID] = s
-		}
-		rows[s] = append(rows[s], r)
+	return f
+}
+
+// get returns the sweep called name, made with axes if it is new.
+func (f *Fitter) get(axes []experiment.AxisValue, name string) *sweepFit {
+	s := f.byName[name]
+	if s == nil {
+		s = &sweepFit{Sweep: Sweep{Name: name, Axes: axes}}
+		s.prefill.init()
+		s.decode.init()
+		f.byName[name] = s
+		f.out = append(f.out, s)
 	}
-	res := make([]Sweep, len(out))
-	for i, s := range out {
-		s.Prefill = fitPrefill(rows[s])
-		s.Decode = fitDecode(rows[s])
-		res[i] = *s
+	return s
+}
+
+// Add takes in one request row; rows come in file order.
+func (f *Fitter) Add(r *record.Request) {
+	s := f.sweepOf[r.ConfigID]
+	if s == nil {
+		s = f.get(nil, AllConfigs)
+		s.ConfigIDs = append(s.ConfigIDs, r.ConfigID)
+		f.sweepOf[r.ConfigID] = s
+	}
+	if !usable(r) {
+		return
+	}
+	s.prefill.add(r)
+	s.decode.add(r)
+}
+
+// Sweeps returns the sweeps with both fits over the requests added so far.
+func (f *Fitter) Sweeps() []Sweep {
+	res := make([]Sweep, len(f.out))
+	for i, s := range f.out {
+		res[i] = s.Sweep
+		res[i].Prefill = s.prefill.fit()
+		res[i].Decode = s.decode.fit()
 	}
 	return res
 }
 
-// fitPrefill fits ttft_ms ≈ a + b·prompt_tokens over the usable rows. The prompt length is the
-// server's reported count when there is one, else the requested count.
-func fitPrefill(reqs []*record.Request) Fit {
-	f := Fit{Model: Prefill}
-	configs := map[string]bool{}
-	lengths := map[float64]bool{}
-	var reported, requested, noCount, differ int
-	for _, r := range reqs {
-		if !usable(r) {
-			continue
+// prefillPoints are the points of a prefill fit and the counts its warnings rest on.
+type prefillPoints struct {
+	f                                    Fit
+	configs                              map[string]bool
+	lengths                              map[float64]bool
+	reported, requested, noCount, differ int
+}
+
+func (p *prefillPoints) init() {
+	p.f = Fit{Model: Prefill}
+	p.configs, p.lengths = map[string]bool{}, map[float64]bool{}
+}
+
+// add takes in a usable request. The prompt length is the server's reported count when there
+// is one, else the requested count.
+func (p *prefillPoints) add(r *record.Request) {
+	var n int
+	switch {
+	case r.PromptTokensReported != nil:
+		n = *r.PromptTokensReported
+		p.reported++
+		if r.PromptTokensRequested != nil && *r.PromptTokensRequested != n {
+			p.differ++
 		}
-		var p int
-		switch {
-		case r.PromptTokensReported != nil:
-			p = *r.PromptTokensReported
-			reported++
-			if r.PromptTokensRequested != nil && *r.PromptTokensRequested != p {
-				differ++
-			}
-		case r.PromptTokensRequested != nil:
-			p = *r.PromptTokensRequested
-			requested++
-		default:
-			noCount++
-			continue
-		}
-		f.X = append(f.X, float64(p))
-		f.Y = append(f.Y, ms(*r.TTFT))
-		configs[r.ConfigID] = true
-		lengths[float64(p)] = true
+	case r.PromptTokensRequested != nil:
+		n = *r.PromptTokensRequested
+		p.requested++
+	default:
+		p.noCount++
+		return
 	}
-	f.Configs, f.Lengths = len(configs), len(lengths)
+	p.f.X = append(p.f.X, float64(n))
+	p.f.Y = append(p.f.Y, ms(*r.TTFT))
+	p.configs[r.ConfigID] = true
+	p.lengths[float64(n)] = true
+}
+
+// fit fits ttft_ms ≈ a + b·prompt_tokens over the points.
+func (p *prefillPoints) fit() Fit {
+	f := p.f
+	reported, requested, noCount, differ := p.reported, p.requested, p.noCount, p.differ
+	f.Configs, f.Lengths = len(p.configs), len(p.lengths)
 	switch {
 	case reported > 0 && requested > 0:
 		f.PromptSource = PromptMixed
@@ -235,28 +282,38 @@ func fitPrefill(reqs []*record.Request) Fit {
 	return f
 }
 
-// fitDecode fits e2e_ms − ttft_ms ≈ c·(output_tokens − 1) over the usable rows that have an
-// e2e time and an output token count.
-func fitDecode(reqs []*record.Request) Fit {
-	f := Fit{Model: Decode}
-	configs := map[string]bool{}
-	lengths := map[float64]bool{}
-	var missing int
-	for _, r := range reqs {
-		if !usable(r) {
-			continue
-		}
-		if r.E2E == nil || r.OutputTokens == nil || *r.OutputTokens < 1 {
-			missing++
-			continue
-		}
-		x := float64(*r.OutputTokens - 1)
-		f.X = append(f.X, x)
-		f.Y = append(f.Y, ms(*r.E2E)-ms(*r.TTFT))
-		configs[r.ConfigID] = true
-		lengths[x] = true
+// decodePoints are the points of a decode fit and the counts its warnings rest on.
+type decodePoints struct {
+	f       Fit
+	configs map[string]bool
+	lengths map[float64]bool
+	missing int
+}
+
+func (p *decodePoints) init() {
+	p.f = Fit{Model: Decode}
+	p.configs, p.lengths = map[string]bool{}, map[float64]bool{}
+}
+
+// add takes in a usable request: one that has an e2e time and an output token count is a
+// point.
+func (p *decodePoints) add(r *record.Request) {
+	if r.E2E == nil || r.OutputTokens == nil || *r.OutputTokens < 1 {
+		p.missing++
+		return
 	}
-	f.Configs, f.Lengths = len(configs), len(lengths)
+	x := float64(*r.OutputTokens - 1)
+	p.f.X = append(p.f.X, x)
+	p.f.Y = append(p.f.Y, ms(*r.E2E)-ms(*r.TTFT))
+	p.configs[r.ConfigID] = true
+	p.lengths[x] = true
+}
+
+// fit fits e2e_ms − ttft_ms ≈ c·(output_tokens − 1) over the points.
+func (p *decodePoints) fit() Fit {
+	f := p.f
+	missing := p.missing
+	f.Configs, f.Lengths = len(p.configs), len(p.lengths)
 	if missing > 0 {
 		f.Warnings = append(f.Warnings, fmt.Sprintf("%d requests without an e2e time or an output token count left out", missing))
 	}

@@ -31,6 +31,15 @@ func decompositionChart(runs []*run) (*figure, string) {
 		"tokens; a is the fixed cost of a request, b the prefill time per prompt token. Right: the time after the first " +
 		"text event (e2e − TTFT) against the output tokens after the first, with the line c·(output tokens − 1) through " +
 		"the origin; c is the decode time per token. A panel with no line says why in the fit table."
+	var count drawnCount
+	for _, r := range runs {
+		for _, s := range r.sweeps {
+			for _, f := range []*decompose.Fit{&s.Prefill, &s.Decode} {
+				count.add(min(len(f.X), maxScatter), len(f.X))
+			}
+		}
+	}
+	c.Caption += count.caption("points")
 	c.draw = func(dc chart.Canvas) {
 		left := newPlot("Prefill: TTFT ≈ a + b·prompt tokens", "prompt tokens", "TTFT (ms)")
 		right := newPlot("Decode: e2e − TTFT ≈ c·(output tokens − 1)", "output tokens − 1", "e2e − TTFT (ms)")
@@ -55,7 +64,7 @@ func decompositionChart(runs []*run) (*figure, string) {
 					for i := range f.X {
 						xys[i] = chart.Point{X: f.X[i], Y: f.Y[i]}
 					}
-					sc := scatter(xys, chart.Dot, withAlpha(col, 0.55), 1.8)
+					sc := scatter(sample(xys, maxScatter), chart.Dot, withAlpha(col, 0.55), 1.8)
 					if old {
 						sc.Marker.Color, sc.Marker.Shape = withAlpha(col, 0.7), chart.Ring
 					}

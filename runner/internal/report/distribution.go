@@ -76,6 +76,16 @@ func ttftBoxChart(runs []*run) (*figure, string) {
 	if len(runs) > 1 {
 		c.Caption += " Grey boxes are the old folder, blue the new one."
 	}
+	var count drawnCount
+	for _, r := range runs {
+		for _, cd := range r.configs {
+			if vs := values(cd.ok, ttftOf); len(vs) > 0 {
+				n := len(outliers(vs))
+				count.add(min(n, maxOutliers), n)
+			}
+		}
+	}
+	c.Caption += count.caption("outlying requests")
 	c.draw = func(dc chart.Canvas) {
 		p := newPlot(c.Title, "TTFT (ms)", "")
 		p.X.Min = 0
@@ -118,12 +128,7 @@ func ttftBoxChart(runs []*run) (*figure, string) {
 // values within 1.5 interquartile ranges of the box, and the values beyond as rings. The
 // quartiles are the medians of the lower and upper halves of the values.
 func boxPlot(vs []float64, pos, thick float64, col color.RGBA) (chart.Boxes, []chart.Item) {
-	sorted := append([]float64(nil), vs...)
-	sort.Float64s(sorted)
-	med, q1, q3 := halfMedian(sorted), sorted[0], sorted[0]
-	if len(sorted) > 1 {
-		q1, q3 = halfMedian(sorted[:len(sorted)/2]), halfMedian(sorted[len(sorted)/2:])
-	}
+	med, q1, q3 := quartiles(vs)
 	lowFence, highFence := q1-1.5*(q3-q1), q3+1.5*(q3-q1)
 	adjLow, adjHigh := math.Inf(1), math.Inf(-1)
 	var outside []chart.Point
@@ -148,9 +153,34 @@ func boxPlot(vs []float64, pos, thick float64, col color.RGBA) (chart.Boxes, []c
 	median := line([]chart.Point{{X: med, Y: lo}, {X: med, Y: hi}}, col, 2, nil)
 	marks := []chart.Item{whiskers, median}
 	if len(outside) > 0 {
-		marks = append(marks, scatter(outside, chart.Ring, col, 1.6))
+		marks = append(marks, scatter(sample(outside, maxOutliers), chart.Ring, col, 1.6))
 	}
 	return box, marks
+}
+
+// quartiles returns the median and the lower and upper quartiles of vs: the medians of the
+// lower and upper halves of the values.
+func quartiles(vs []float64) (med, q1, q3 float64) {
+	sorted := append([]float64(nil), vs...)
+	sort.Float64s(sorted)
+	med, q1, q3 = halfMedian(sorted), sorted[0], sorted[0]
+	if len(sorted) > 1 {
+		q1, q3 = halfMedian(sorted[:len(sorted)/2]), halfMedian(sorted[len(sorted)/2:])
+	}
+	return med, q1, q3
+}
+
+// outliers returns the values of vs beyond 1.5 interquartile ranges of the box, in order.
+func outliers(vs []float64) []float64 {
+	_, q1, q3 := quartiles(vs)
+	lowFence, highFence := q1-1.5*(q3-q1), q3+1.5*(q3-q1)
+	var out []float64
+	for _, v := range vs {
+		if v < lowFence || v > highFence {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // halfMedian returns the median of sorted values.
@@ -193,7 +223,7 @@ func gapCDFChart(runs []*run) (*figure, string) {
 		for _, cd := range r.configs {
 			var g []float64
 			for _, q := range cd.ok {
-				g = append(g, gaps(q)...)
+				g = append(g, cd.f.figuresOf(q).gaps...)
 			}
 			if len(g) == 0 {
 				continue
@@ -232,15 +262,27 @@ func gapCDFChart(runs []*run) (*figure, string) {
 		"share of gaps no longer than x. A vertical step means many gaps of one length; two steps mean two kinds of "+
 		"gap, such as events that carry one token and events that carry several. The x axis stops at 1.15 × the "+
 		"largest 99th percentile (%.3g ms); the longest gap is %.3g ms.", cut, longest)
+	var count drawnCount
+	for _, cv := range curves {
+		count.add(min(len(cv.gaps), maxCurvePoints), len(cv.gaps))
+	}
+	c.Caption += count.caption("gaps")
 	c.draw = func(dc chart.Canvas) {
 		p := newPlot(c.Title, "gap between text events (ms)", "share of gaps ≤ x")
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, cut, 0, 1
 		leg := &chart.Legend{}
 		for _, cv := range curves {
-			xys := make([]chart.Point, 0, len(cv.gaps)+1)
+			// At most maxCurvePoints steps, evenly spaced in rank, the largest gap included.
+			n := len(cv.gaps)
+			m := min(n, maxCurvePoints)
+			xys := make([]chart.Point, 0, m+1)
 			xys = append(xys, chart.Point{X: 0, Y: 0})
-			for i, g := range cv.gaps {
-				xys = append(xys, chart.Point{X: math.Min(g, cut), Y: float64(i+1) / float64(len(cv.gaps))})
+			for j := range m {
+				i := j
+				if m < n {
+					i = j * (n - 1) / (m - 1)
+				}
+				xys = append(xys, chart.Point{X: math.Min(cv.gaps[i], cut), Y: float64(i+1) / float64(n)})
 			}
 			l := line(xys, colorOf(cv.row), 1.5, seriesDashes(cv.row))
 			l.Step = true

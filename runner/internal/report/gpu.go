@@ -54,6 +54,7 @@ func gpuChart(runs []*run) (*figure, string) {
 		"overlapped it (%d of %d requests), and the samples taken under such throttling are vermillion dots. Below: the "+
 		"GPU temperature. A clock that drops under load while the temperature or power climbs is the GPU at a limit, and "+
 		"the latencies measured then are not those of its full clocks.", r.f.Name(), len(samples), throttled, len(reqs))
+	c.Caption += drawnCount{drawn: min(len(reqs), maxScatter), all: len(reqs)}.caption("requests")
 	c.draw = func(dc chart.Canvas) {
 		top := newPlot("SM clock while the server ran", "", "SM clock (MHz)")
 		bottom := newPlot("", "time since the first sample (s)", "temperature (°C)")
@@ -104,7 +105,7 @@ func gpuChart(runs []*run) (*figure, string) {
 		// two requests is not drawn.
 		nan := math.NaN()
 		var full, slow []chart.Point
-		for _, q := range reqs {
+		for _, q := range sample(reqs, maxScatter) {
 			y := *q.GPUSMClockMeanMHz
 			seg := []chart.Point{{X: secs(q, 0), Y: y}, {X: secs(q, q.E2E.Seconds()), Y: y}, {X: nan, Y: nan}}
 			if q.GPUThrottled != nil && *q.GPUThrottled {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,7 +20,10 @@ type Folder struct {
 	Status   results.Status
 	// Configs are the manifest's configs in expansion order, then any config that only the
 	// requests name.
-	Configs  []experiment.Config
+	Configs []experiment.Config
+	// Requests are the folder's request rows. Read leaves out their events and texts, and
+	// keeps what the charts need of the events in events; a Folder built with the events in
+	// each request's EventList is drawn alike.
 	Requests []record.Request
 	Servers  []results.ServerInfo
 	// Telemetry holds the GPU samples taken while its servers ran; nil without a GPU.
@@ -27,20 +31,140 @@ type Folder struct {
 	// Notes are what the reader skipped (a torn last line of an interrupted folder), one
 	// sentence each.
 	Notes []string
+
+	// events holds, by request id, the event figures of the requests that Read read without
+	// their events (each such request's EventList is the empty, non-nil readElsewhere); nil
+	// when the requests carry their events.
+	events map[string]*eventFigures
+	// reader reads the events of the one request a timeline draws.
+	reader *results.Reader
+}
+
+// eventFigures is what the charts need of one request's events, gathered as events.csv is
+// read, so that the report holds a few numbers per event instead of the events.
+type eventFigures struct {
+	n           int           // events
+	gaps        []float64     // ms between consecutive text events
+	prevText    time.Duration // the last text event's time, -1 before the first
+	tokens      int           // tokens carried by the text events that say
+	tokenEvents int           // text events that say how many tokens they carried
+}
+
+// add takes in the request's next event.
+func (e *eventFigures) add(ev *record.Event) {
+	e.n++
+	if !ev.Text {
+		return
+	}
+	if e.prevText >= 0 {
+		e.gaps = append(e.gaps, float64(ev.SinceT0-e.prevText)/1e6)
+	}
+	e.prevText = ev.SinceT0
+	if ev.Tokens != nil {
+		e.tokens += *ev.Tokens
+		e.tokenEvents++
+	}
+}
+
+// readElsewhere is the EventList of a request that Read read without its events: empty but not
+// nil, so that a request whose EventList a caller empties (nil) has no events, as before.
+var readElsewhere = []record.Event{}
+
+// elsewhere reports whether q's events were left in events.csv, their figures in f.events.
+func (f *Folder) elsewhere(q *record.Request) bool {
+	return f.events != nil && q.EventList != nil && len(q.EventList) == 0
+}
+
+// figuresOf returns the event figures of the request q of f.
+func (f *Folder) figuresOf(q *record.Request) *eventFigures {
+	if f.elsewhere(q) {
+		if e := f.events[results.RequestID(q.ConfigID, q.Seq)]; e != nil {
+			return e
+		}
+	}
+	e := &eventFigures{prevText: -1}
+	for i := range q.EventList {
+		e.add(&q.EventList[i])
+	}
+	return e
+}
+
+// withEvents returns q with its events: q itself when it carries them, else a copy with the
+// events read from events.csv.
+func (f *Folder) withEvents(q *record.Request) (*record.Request, error) {
+	if !f.elsewhere(q) || f.reader == nil {
+		return q, nil
+	}
+	cp := *q
+	cp.EventList = nil
+	id := results.RequestID(q.ConfigID, q.Seq)
+	err := f.reader.EachEvent(func(e *results.EventRow) error {
+		if e.RequestID == id {
+			cp.EventList = append(cp.EventList, e.Event)
+		}
+		return nil
+	})
+	return &cp, err
 }
 
 // Read reads the result folder dir through the results package: its manifest, its requests
-// with their events, and its servers.
+// without their events and texts, what the charts need of each request's events, and its
+// servers. It reads requests.csv and events.csv one row at a time and keeps a few numbers per
+// event, so that a folder of millions of events is drawn in the memory of its requests.
 func Read(dir string) (*Folder, error) {
-	l, err := results.ReadAll(dir)
+	r, err := results.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	f := &Folder{Dir: dir, Manifest: l.Manifest, Status: l.Status, Requests: l.Requests, Servers: l.Servers, Telemetry: l.Telemetry, Notes: l.Notes}
+	f := &Folder{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), reader: r}
+	if err := f.readRequests(r); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if f.Servers, err = r.Servers(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if f.Telemetry, err = r.Telemetry(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	f.Notes = r.Notes()
 	configs := append([]experiment.Config(nil), f.Manifest.Configs...)
 	sort.SliceStable(configs, func(i, j int) bool { return configs[i].Index < configs[j].Index })
 	f.Configs = configsOf(results.GroupByConfig(configs, f.Requests))
 	return f, nil
+}
+
+// readRequests reads the requests of r into f, and the figures of their events.
+func (f *Folder) readRequests(r *results.Reader) error {
+	if err := r.EachRequest(func(q *record.Request) error {
+		f.Requests = append(f.Requests, *q)
+		return nil
+	}); err != nil {
+		return err
+	}
+	figures := make([]eventFigures, len(f.Requests))
+	f.events = make(map[string]*eventFigures, len(f.Requests))
+	for i := range f.Requests {
+		q := &f.Requests[i]
+		q.EventList = readElsewhere
+		figures[i].prevText = -1
+		f.events[results.RequestID(q.ConfigID, q.Seq)] = &figures[i]
+	}
+	var orphans int
+	if err := r.EachEvent(func(e *results.EventRow) error {
+		fig, ok := f.events[e.RequestID]
+		if !ok {
+			orphans++
+			return nil
+		}
+		fig.add(&e.Event)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if orphans > 0 {
+		r.Note(fmt.Sprintf("%s: skipped %d events of requests that have no row in %s", results.EventsFile, orphans, results.RequestsFile))
+	}
+	return nil
 }
 
 // configsOf returns the configs of groups; a config that only the rows name takes its
@@ -63,6 +187,7 @@ func (f *Folder) Name() string { return filepath.Base(filepath.Clean(f.Dir)) }
 // every chart uses (warm-up requests, the first request after a boot and failed requests are
 // left out, as in the summary).
 type configData struct {
+	f      *Folder
 	cfg    experiment.Config
 	ok     []*record.Request
 	failed int
@@ -90,7 +215,7 @@ func newRun(role string, f *Folder) *run {
 	r := &run{role: role, f: f, byLabel: map[string]*configData{}}
 	groups := results.GroupByConfig(f.Configs, f.Requests)
 	for i, c := range configsOf(groups) {
-		cd := &configData{cfg: c}
+		cd := &configData{f: f, cfg: c}
 		r.configs = append(r.configs, cd)
 		r.byLabel[cd.label()] = cd
 		for _, q := range groups[i].Requests {
@@ -147,22 +272,6 @@ func outputTokens(q *record.Request) (float64, bool) {
 		return float64(q.MaxTokens), true
 	}
 	return 0, false
-}
-
-// gaps returns the gaps in ms between consecutive text events of a request.
-func gaps(q *record.Request) []float64 {
-	var out []float64
-	prev := time.Duration(-1)
-	for _, e := range q.EventList {
-		if !e.Text {
-			continue
-		}
-		if prev >= 0 {
-			out = append(out, float64(e.SinceT0-prev)/1e6)
-		}
-		prev = e.SinceT0
-	}
-	return out
 }
 
 // values collects a metric over requests, leaving out those without it.

@@ -26,12 +26,9 @@ func hasEventTokens(q *record.Request) bool {
 func tokensPerEvent(cd *configData) float64 {
 	var tokens, events int
 	for _, q := range cd.ok {
-		for _, e := range q.EventList {
-			if e.Text && e.Tokens != nil {
-				tokens += *e.Tokens
-				events++
-			}
-		}
+		e := cd.f.figuresOf(q)
+		tokens += e.tokens
+		events += e.tokenEvents
 	}
 	if events == 0 {
 		return 0
@@ -82,7 +79,7 @@ func timelineConfig(r *run) string {
 func medianRequest(cd *configData) *record.Request {
 	var qs []*record.Request
 	for _, q := range cd.ok {
-		if q.TextEvents >= 2 && q.E2E != nil && len(q.EventList) > 0 {
+		if q.TextEvents >= 2 && q.E2E != nil && cd.f.figuresOf(q).n > 0 {
 			qs = append(qs, q)
 		}
 	}
@@ -105,6 +102,10 @@ func timelineChart(runs []*run) (*figure, string) {
 	for _, r := range runs {
 		if cd := r.byLabel[label]; cd != nil {
 			if q := medianRequest(cd); q != nil {
+				q, err := r.f.withEvents(q)
+				if err != nil {
+					return nil, "the events of its request cannot be read: " + err.Error()
+				}
 				picks = append(picks, timelinePick{r, q})
 			}
 		}

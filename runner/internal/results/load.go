@@ -10,7 +10,6 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
 	"github.com/onelayerdown/runner/runner/internal/record"
-	"github.com/onelayerdown/runner/runner/internal/stats"
 )
 
 // LoadRow is one row of load.csv: one config's measured requests as a load point.
@@ -155,94 +154,11 @@ func parseSeconds(s string) (time.Duration, error) {
 // config's SLO holds; a bound on a metric the request lacks (a tpot of a request with one text
 // event) does not hold.
 func SummarizeLoad(configs []experiment.Config, reqs []record.Request) []LoadRow {
-	groups := GroupByConfig(inExpansionOrder(configs), reqs)
-	out := make([]LoadRow, 0, len(groups))
-	for _, g := range groups {
-		c := g.Config
-		var cfg *experiment.Config
-		if g.Listed {
-			cfg = &c
-		}
-		row := LoadRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}
-		out = append(out, loadPoint(row, cfg, g.Requests))
+	d := NewDigest(configs)
+	for i := range reqs {
+		d.Add(&reqs[i])
 	}
-	return out
-}
-
-// loadPoint fills row from the config (nil when the manifest lacks it) and its requests.
-func loadPoint(row LoadRow, cfg *experiment.Config, reqs []*record.Request) LoadRow {
-	nan := math.NaN()
-	row.TargetRate, row.AchievedRate, row.OutputTokensPerS, row.Goodput, row.SLOAttained = nan, nan, nan, nan, nan
-	var slo []experiment.Bound
-	if cfg != nil {
-		slo = cfg.SLO
-		if l := cfg.Load; l != nil {
-			row.LoadMode, row.Concurrency = record.LoadClosed, l.Concurrency
-			if l.Open() {
-				row.LoadMode, row.Concurrency, row.TargetRate = record.LoadOpen, l.MaxConcurrency, l.Rate
-			}
-		}
-	}
-	var first, last time.Time
-	var tokens, good int
-	var lags []float64
-	fromRows := cfg == nil
-	for _, r := range reqs {
-		if r.Phase != record.PhaseMeasure {
-			continue
-		}
-		if fromRows && r.LoadMode != record.LoadNone {
-			// A config the manifest lacks: its rows say how it was loaded.
-			row.LoadMode, row.Concurrency = r.LoadMode, r.Concurrency
-			if r.LoadMode == record.LoadOpen {
-				row.TargetRate = r.Rate
-			}
-		}
-		row.Measured++
-		if !r.Start.IsZero() && (first.IsZero() || r.Start.Before(first)) {
-			first = r.Start
-		}
-		if r.SendLag != nil {
-			lags = append(lags, float64(*r.SendLag)/1e6)
-		}
-		row.InFlightMax = max(row.InFlightMax, r.InFlight)
-		if r.Status != record.StatusOK {
-			row.Failed++
-			continue
-		}
-		row.Completed++
-		if r.E2E != nil {
-			if end := r.Start.Add(*r.E2E); last.IsZero() || end.After(last) {
-				last = end
-			}
-		}
-		if r.OutputTokens != nil {
-			tokens += *r.OutputTokens
-		}
-		if meetsSLO(r, slo) {
-			good++
-		}
-	}
-	if row.Completed > 0 && !first.IsZero() && last.After(first) {
-		row.Window = last.Sub(first)
-		s := row.Window.Seconds()
-		row.AchievedRate = float64(row.Measured) / s
-		row.OutputTokensPerS = float64(tokens) / s
-		if len(slo) > 0 {
-			row.Goodput = float64(good) / s
-		}
-	}
-	if len(slo) > 0 {
-		row.Good = record.Int(good)
-		if row.Measured > 0 {
-			row.SLOAttained = float64(good) / float64(row.Measured)
-		}
-	}
-	if len(lags) > 0 {
-		s := stats.Summarize(lags)
-		row.SendLagP50, row.SendLagP99 = msDuration(s.Median), msDuration(s.P99)
-	}
-	return row
+	return d.Load()
 }
 
 // meetsSLO reports whether the successful request r meets every bound; a bound on a metric

@@ -256,6 +256,10 @@ type Contents struct {
 	// Telemetry holds the GPU samples of telemetry.csv; nil where no GPU was sampled.
 	Telemetry []record.GPUSample
 	Notes     []string // what the reader skipped, such as a torn last line, one sentence each
+
+	// Digest holds the requests' figures per config where ReadDigest read the folder in place
+	// of its Requests; nil from ReadAll.
+	Digest *Digest
 }
 
 // ReadAll opens the result folder dir and reads its manifest, all its requests, its servers, its

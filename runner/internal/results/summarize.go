@@ -1,11 +1,7 @@
 package results
 
 import (
-	"fmt"
 	"math"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/onelayerdown/runner/runner/internal/experiment"
@@ -114,132 +110,11 @@ var SummaryCSV = &Table[SummaryRow]{file: SummaryFile, cols: []column[SummaryRow
 // and failed rows, and counts the failed ones in NFailed. Warnings say what the numbers rest on:
 // too few samples, failures, estimated token counts, disagreeing token counts.
 func Summarize(configs []experiment.Config, reqs []record.Request) []SummaryRow {
-	var out []SummaryRow
-	for _, g := range GroupByConfig(inExpansionOrder(configs), reqs) {
-		c := g.Config
-		base := SummaryRow{ConfigIndex: c.Index, ConfigID: c.ID, ServerID: c.ServerID, Label: c.Label}
-		// loaded: the config has a load section, or one of its rows says it was sent under one.
-		loaded := c.Load != nil
-		for _, r := range g.Requests {
-			loaded = loaded || r.LoadMode != record.LoadNone || r.SendLag != nil
-		}
-		var ok []*record.Request
-		var failed, measured int
-		for _, r := range g.Requests {
-			if r.Phase != record.PhaseMeasure {
-				continue
-			}
-			measured++
-			if r.Status != record.StatusOK {
-				failed++
-				continue
-			}
-			ok = append(ok, r)
-		}
-		var common []string
-		if failed > 0 {
-			common = append(common, fmt.Sprintf("%d of %d measured requests failed", failed, measured))
-		}
-		hits := 0
-		for _, r := range ok {
-			if r.CacheHitAfterReset {
-				hits++
-			}
-		}
-		if hits > 0 {
-			common = append(common, fmt.Sprintf("%d of %d measured requests hit the prefix cache after it was reset: the reset did not take", hits, len(ok)))
-		}
-		common = append(common, gpuWarnings(ok)...)
-		for _, m := range metrics {
-			if m.LoadOnly() && !loaded || m.PresentOnly() && !anyValue(m, ok) {
-				continue
-			}
-			row := base
-			row.Metric = m.Name
-			row.NFailed = failed
-			var xs []float64
-			for _, r := range ok {
-				if v, has := m.value(r); has {
-					xs = append(xs, v)
-				} else {
-					row.NMissing++
-				}
-			}
-			row.Summary = stats.Summarize(xs)
-			row.Warnings = append(append([]string(nil), common...), row.Warnings...)
-			if row.NMissing > 0 {
-				row.Warnings = append(row.Warnings, fmt.Sprintf("%d successful requests have no %s", row.NMissing, m.Name))
-			}
-			row.Warnings = append(row.Warnings, metricWarnings(m.Name, ok)...)
-			out = append(out, row)
-		}
+	d := NewDigest(configs)
+	for i := range reqs {
+		d.Add(&reqs[i])
 	}
-	return out
-}
-
-// anyValue reports whether one of reqs has a value of m.
-func anyValue(m Metric, reqs []*record.Request) bool {
-	for _, r := range reqs {
-		if _, ok := m.value(r); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// metricWarnings says what a metric's values rest on, where that is worth knowing.
-func metricWarnings(metric string, ok []*record.Request) []string {
-	var w []string
-	switch metric {
-	case "tpot_token_ms":
-		var est, n int
-		for _, r := range ok {
-			if r.TPOTToken != nil {
-				n++
-				if !r.TPOTTokenExact {
-					est++
-				}
-			}
-		}
-		if est > 0 {
-			w = append(w, fmt.Sprintf("%d of %d values estimated from (output tokens − 1) without per-event token counts", est, n))
-		}
-	case "output_tokens":
-		sources := map[record.TokenSource]int{}
-		var disagree int
-		for _, r := range ok {
-			if r.OutputTokens != nil {
-				sources[r.TokenSource]++
-			}
-			seen := map[int]bool{}
-			for _, p := range []*int{r.TokensFromIDs, r.TokensFromUsage, r.TokensFromTokenize} {
-				if p != nil {
-					seen[*p] = true
-				}
-			}
-			if len(seen) > 1 {
-				disagree++
-			}
-		}
-		if len(sources) > 1 {
-			var parts []string
-			for s, n := range sources {
-				name := string(s)
-				if name == "" {
-					name = "unknown"
-				}
-				parts = append(parts, fmt.Sprintf("%s %d", name, n))
-			}
-			sort.Strings(parts)
-			w = append(w, "counts come from several sources: "+strings.Join(parts, ", "))
-		} else if sources[record.SourceTiktoken] > 0 {
-			w = append(w, "counts are tiktoken approximations, not the model's tokenizer")
-		}
-		if disagree > 0 {
-			w = append(w, fmt.Sprintf("%d requests have token counts that disagree between ids, usage and /tokenize", disagree))
-		}
-	}
-	return w
+	return d.Summary()
 }
 
 // isMissing reports whether a summary value is undefined.
@@ -254,33 +129,9 @@ const ClockSpread = 0.03
 // requests overlapped power or thermal throttling, or when their mean SM clocks spread by more
 // than ClockSpread. Requests without telemetry say nothing.
 func gpuWarnings(ok []*record.Request) []string {
-	var w []string
-	var throttled, sampled int
-	var clocks []float64
+	var g ConfigDigest
 	for _, r := range ok {
-		if r.GPUThrottled != nil {
-			sampled++
-			if *r.GPUThrottled {
-				throttled++
-			}
-		}
-		if r.GPUSMClockMeanMHz != nil {
-			clocks = append(clocks, *r.GPUSMClockMeanMHz)
-		}
+		g.addGPU(r)
 	}
-	if throttled > 0 {
-		w = append(w, fmt.Sprintf("%d of %d measured requests overlapped GPU power or thermal throttling (telemetry.csv names the reasons): their latencies are not those of the GPU at full clocks", throttled, sampled))
-	}
-	if len(clocks) > 1 {
-		lo, hi := slices.Min(clocks), slices.Max(clocks)
-		if med := stats.Summarize(clocks).Median; med > 0 && (hi-lo)/med > ClockSpread {
-			why := "boost and power management changed the clock between requests"
-			if throttled > 0 {
-				why = "throttling lowered it"
-			}
-			w = append(w, fmt.Sprintf("the GPU's SM clock varied by %.1f%% over the measured requests (%.0f to %.0f MHz, mean per request), more than %.0f%%: %s, so the latencies mix clock states",
-				100*(hi-lo)/med, lo, hi, 100*ClockSpread, why))
-		}
-	}
-	return w
+	return g.gpuWarnings()
 }

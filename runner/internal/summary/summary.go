@@ -31,30 +31,24 @@ type Report struct {
 	Load []results.LoadRow
 }
 
-// Read reads the result folder dir and summarises it.
+// Read reads the result folder dir and summarises it. It reads the requests one at a time and
+// keeps only their figures (results.ReadDigest), neither their events nor their texts, so that
+// a folder of any size is summarised in the memory of a few numbers per request.
 func Read(dir string) (*Report, error) {
-	l, err := results.ReadAll(dir)
+	r, err := results.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Manifest: l.Manifest, Status: l.Status, Notes: append(l.Notes, serverNotes(l.Manifest.Servers)...),
-		Rows: results.Summarize(l.Manifest.Configs, l.Requests), Fits: decompose.Sweeps(l.Manifest.Configs, l.Requests)}
-	if showLoad(l.Manifest.Configs, l.Requests) {
-		rep.Load = l.Load
-		if rep.Load == nil {
-			rep.Load = results.SummarizeLoad(l.Manifest.Configs, l.Requests)
-		}
-	}
-	type tally struct {
-		measured, failed int
-		causes           map[string]int
-	}
+	configs := r.Manifest().Configs
+	fits := decompose.NewFitter(configs)
 	byConfig := map[string]*tally{}
-	for _, q := range l.Requests {
+	var measured, failed int
+	l, err := r.ReadDigest(func(q *record.Request) {
+		fits.Add(q)
 		if q.Phase != record.PhaseMeasure {
-			continue
+			return
 		}
-		rep.Requests++
+		measured++
 		t := byConfig[q.ConfigID]
 		if t == nil {
 			t = &tally{causes: map[string]int{}}
@@ -62,31 +56,55 @@ func Read(dir string) (*Report, error) {
 		}
 		t.measured++
 		if q.Status != record.StatusOK {
-			rep.Failed++
+			failed++
 			t.failed++
-			t.causes[failureCause(q)]++
+			t.causes[failureCause(*q)]++
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Manifest: l.Manifest, Status: l.Status, Notes: append(l.Notes, serverNotes(l.Manifest.Servers)...),
+		Rows: l.Digest.Summary(), Fits: fits.Sweeps(), Requests: measured, Failed: failed}
+	if showLoad(configs, l.Digest) {
+		rep.Load = l.Load
+		if rep.Load == nil {
+			rep.Load = l.Digest.Load()
 		}
 	}
 	rep.Dead = map[string]string{}
 	for id, t := range byConfig {
-		if t.failed < t.measured {
-			continue
+		if line, dead := t.dead(); dead {
+			rep.Dead[id] = line
 		}
-		cause, most := "", 0
-		for c, n := range t.causes {
-			if n > most || (n == most && c < cause) {
-				cause, most = c, n
-			}
-		}
-		line := fmt.Sprintf("no successful request: %d of %d measured requests failed", t.failed, t.measured)
-		if most == t.failed {
-			line += ": " + cause
-		} else {
-			line += fmt.Sprintf(", %d of them: %s", most, cause)
-		}
-		rep.Dead[id] = line
 	}
 	return rep, nil
+}
+
+// tally counts a config's measured requests, the failed ones by cause.
+type tally struct {
+	measured, failed int
+	causes           map[string]int
+}
+
+// dead says how the config's measured requests failed, when none succeeded.
+func (t *tally) dead() (string, bool) {
+	if t.failed < t.measured {
+		return "", false
+	}
+	cause, most := "", 0
+	for c, n := range t.causes {
+		if n > most || (n == most && c < cause) {
+			cause, most = c, n
+		}
+	}
+	line := fmt.Sprintf("no successful request: %d of %d measured requests failed", t.failed, t.measured)
+	if most == t.failed {
+		line += ": " + cause
+	} else {
+		line += fmt.Sprintf(", %d of them: %s", most, cause)
+	}
+	return line, true
 }
 
 // serverNotes returns what went wrong beside the servers that is worth a note: a GPU sampler
@@ -104,14 +122,14 @@ func serverNotes(servers []results.ServerInfo) []string {
 
 // showLoad reports whether a config has a load section or an SLO, or a request was sent under
 // load.
-func showLoad(configs []experiment.Config, reqs []record.Request) bool {
+func showLoad(configs []experiment.Config, d *results.Digest) bool {
 	for _, c := range configs {
 		if c.Load != nil || len(c.SLO) > 0 {
 			return true
 		}
 	}
-	for _, q := range reqs {
-		if q.LoadMode != record.LoadNone {
+	for _, g := range d.Configs() {
+		if g.LoadRows {
 			return true
 		}
 	}
