@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // hardExit holds what must still be done when the runner exits at once on a second signal:
@@ -88,5 +90,5 @@ func prefixed(msg string) string { return "runner: " + msg }
 // warnf writes a message of the runner's own, such as a note about its input, as a line on
 // stderr.
 func warnf(stderr io.Writer, format string, args ...any) {
-	fmt.Fprintln(stderr, prefixed(fmt.Sprintf(format, args...)))
+	fmt.Fprintln(stderr, tabular.VisibleLines(prefixed(fmt.Sprintf(format, args...))))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/onelayerdown/runner/runner/internal/engine"
 	"github.com/onelayerdown/runner/runner/internal/experiment"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 func main() {
@@ -111,7 +112,9 @@ func exitCode(err error, stderr io.Writer) int {
 		code, err = ex.code, ex.err
 	}
 	if text := errorText(err); text != "" {
-		fmt.Fprintln(stderr, text)
+		// An error may quote a server (its answer, its log's tail): its control characters are
+		// shown, not sent to the terminal.
+		fmt.Fprintln(stderr, tabular.VisibleLines(text))
 	}
 	return code
 }

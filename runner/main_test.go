@@ -21,6 +21,7 @@ func TestExitCode(t *testing.T) {
 		{"success", nil, 0, ""},
 		{"a plain error gets the prefix", errors.New("open x: denied"), 1, "runner: open x: denied\n"},
 		{"on its first line only", errors.New("boom\nhint: retry"), 1, "runner: boom\nhint: retry\n"},
+		{"a server's control characters are shown, not sent", errors.New("vllm: answered \x1b]0;owned\x07\x1b[2J\nlog tail"), 1, "runner: vllm: answered \\x1b]0;owned\\x07\\x1b[2J\nlog tail\n"},
 		{"usage already printed", &exitError{code: 2}, 2, ""},
 		{"a usage error", usageError("plan: want one file, got %d", 2), 2, "runner: plan: want one file, got 2\n"},
 		{"located problems stand alone", &exitError{code: 2, err: list}, 2, "x.yaml:3:5: request.max_tokens: must be positive\n"},

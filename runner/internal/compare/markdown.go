@@ -16,9 +16,6 @@ type MarkdownEncoder struct{ w io.Writer }
 // NewMarkdownEncoder returns a MarkdownEncoder writing to w.
 func NewMarkdownEncoder(w io.Writer) *MarkdownEncoder { return &MarkdownEncoder{w: w} }
 
-// mdEscape makes text safe inside a table cell or a list item.
-var mdEscape = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", `\<`, ">", `\>`, "*", `\*`, "`", "'")
-
 // mdCode puts text in a code span, which needs no escapes but a pipe's inside a table.
 func mdCode(s string) string {
 	s = strings.NewReplacer("`", "'", "\n", " ", "|", `\|`).Replace(s)
@@ -29,9 +26,9 @@ func mdCode(s string) string {
 func (e *MarkdownEncoder) Encode(r *Report) error {
 	w := tabular.NewErrWriter(e.w)
 	fmt.Fprintf(w, "### runner diff: %s → %s\n\n", mdCode(r.Old.Dir), mdCode(r.New.Dir))
-	fmt.Fprintf(w, "- old: %s\n", mdEscape.Replace(headline(r.Old)))
-	fmt.Fprintf(w, "- new: %s\n", mdEscape.Replace(headline(r.New)))
-	fmt.Fprintf(w, "\n%s", mdEscape.Replace(method(r)))
+	fmt.Fprintf(w, "- old: %s\n", tabular.Markdown(headline(r.Old)))
+	fmt.Fprintf(w, "- new: %s\n", tabular.Markdown(headline(r.New)))
+	fmt.Fprintf(w, "\n%s", tabular.Markdown(method(r)))
 	if r.JoinBy == ByLabel {
 		fmt.Fprint(w, " Configs are joined by label.")
 	}
@@ -49,11 +46,11 @@ func (e *MarkdownEncoder) Encode(r *Report) error {
 	mdWarnings(w, r)
 	line := gateLine(r.Gate)
 	head, rest, _ := strings.Cut(line, " (")
-	fmt.Fprintf(w, "\n**%s** (%s\n", head, mdEscape.Replace(rest))
+	fmt.Fprintf(w, "\n**%s** (%s\n", head, tabular.Markdown(rest))
 	if len(r.Gate.Reasons) > 0 {
 		fmt.Fprintln(w)
 		for _, reason := range r.Gate.Reasons {
-			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(reason))
+			fmt.Fprintf(w, "- %s\n", tabular.Markdown(reason))
 		}
 	}
 	return w.Err()
@@ -93,8 +90,8 @@ func mdRows(w io.Writer, r *Report) {
 		if row.Significant {
 			change = "**" + change + "**"
 		}
-		cells := []string{mdEscape.Replace(row.Label), mdEscape.Replace(row.Metric), medianCell(row.Old, row.Unit),
-			medianCell(row.New, row.Unit), change, mdEscape.Replace(pValue(row.P, r.Alpha)), nCell(row)}
+		cells := []string{tabular.Markdown(row.Label), tabular.Markdown(row.Metric), medianCell(row.Old, row.Unit),
+			medianCell(row.New, row.Unit), change, tabular.Markdown(pValue(row.P, r.Alpha)), nCell(row)}
 		if gated {
 			g := gateCell(row)
 			if row.Gate == GateFail {
@@ -114,7 +111,7 @@ func mdOneSided(w io.Writer, r *Report) {
 	for name, refs := range oneSided(r) {
 		fmt.Fprintf(w, "\n**Configs only in the %s folder** (not compared):\n\n", name)
 		for _, c := range refs {
-			fmt.Fprintf(w, "- %s (%s)\n", mdEscape.Replace(c.Label), mdCode(c.ID))
+			fmt.Fprintf(w, "- %s (%s)\n", tabular.Markdown(c.Label), mdCode(c.ID))
 		}
 	}
 }
@@ -140,10 +137,10 @@ func mdWarnings(w io.Writer, r *Report) {
 	if ws := groupWarnings(r.Rows); len(ws) > 0 || len(r.Warnings) > 0 {
 		fmt.Fprint(w, "\n**Warnings**\n\n")
 		for _, x := range ws {
-			fmt.Fprintf(w, "- %s: %s (%s)\n", mdEscape.Replace(x.Label), mdEscape.Replace(x.Text), mdEscape.Replace(strings.Join(x.Metrics, ", ")))
+			fmt.Fprintf(w, "- %s: %s (%s)\n", tabular.Markdown(x.Label), tabular.Markdown(x.Text), tabular.Markdown(strings.Join(x.Metrics, ", ")))
 		}
 		for _, x := range r.Warnings {
-			fmt.Fprintf(w, "- %s\n", mdEscape.Replace(x))
+			fmt.Fprintf(w, "- %s\n", tabular.Markdown(x))
 		}
 	}
 }
