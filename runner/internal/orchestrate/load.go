@@ -88,16 +88,8 @@ func (rs *serverRun) loadPoint(ctx context.Context, ci, seq0, n int) error {
 	if lr.resetOnce {
 		resetAt := time.Now()
 		if err := srv.ResetCache(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if rs.down.goingDown(ctx, resetAt) {
-				return errServerGone
-			}
-			if ctx.Err() != nil {
-				// Interrupted while the server's state was decided: the load point is
-				// left partial, not recorded as failed resets.
-				return ctx.Err()
+			if err := rs.afterFailedReset(ctx, resetAt); err != nil {
+				return err
 			}
 			// A load point measured on a cache that was not emptied is not the one asked for.
 			return lr.rest(ctx, record.ErrCacheReset, "reset the prefix cache before the load point: "+err.Error())

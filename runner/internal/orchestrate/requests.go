@@ -97,14 +97,8 @@ func (rs *serverRun) request(ctx context.Context, j measure.Job) error {
 	if rs.reset {
 		resetAt := time.Now()
 		if err := srv.ResetCache(ctx); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if rs.down.goingDown(ctx, resetAt) {
-				return errServerGone
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if err := rs.afterFailedReset(ctx, resetAt); err != nil {
+				return err
 			}
 			rec = record.Request{Status: record.StatusFailed, ErrorClass: record.ErrCacheReset,
 				Error: "reset the prefix cache: " + err.Error(), Start: time.Now().UTC()}
@@ -324,4 +318,18 @@ func errString(err error) string {
 		return "without an error"
 	}
 	return err.Error()
+}
+
+// afterFailedReset says what a failed cache reset, begun at resetAt, means for the requests
+// waiting on it: ctx's error when the run was interrupted, before or while the server's state
+// was decided (what waits is then left unrecorded, for a resume); errServerGone when the server
+// is exiting; nil when the reset itself failed, and is to be recorded as such.
+func (rs *serverRun) afterFailedReset(ctx context.Context, resetAt time.Time) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if rs.down.goingDown(ctx, resetAt) {
+		return errServerGone
+	}
+	return ctx.Err()
 }
