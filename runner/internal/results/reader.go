@@ -274,6 +274,19 @@ func ReadAll(dir string) (*Contents, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
+	c, err := r.contents(func() ([]LoadRow, error) { return r.loadSummary(reqs) })
+	if err != nil {
+		return nil, err
+	}
+	c.Requests = reqs
+	return c, nil
+}
+
+// contents reads what a folder holds beside its requests, once they are read: its servers, its
+// load points (load.csv, or from summarize for a folder whose run has not finished), and its GPU
+// samples, with the reader's notes. Errors name the folder.
+func (r *Reader) contents(summarize func() ([]LoadRow, error)) (*Contents, error) {
+	dir := r.dir
 	servers, err := r.Servers()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
@@ -284,7 +297,7 @@ func ReadAll(dir string) (*Contents, error) {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 	} else if r.tolerant() {
-		if load, err = r.loadSummary(reqs); err != nil {
+		if load, err = summarize(); err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 	}
@@ -292,6 +305,6 @@ func ReadAll(dir string) (*Contents, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return &Contents{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Requests: reqs, Servers: servers, Load: load,
+	return &Contents{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Servers: servers, Load: load,
 		Telemetry: tel, Notes: r.Notes()}, nil
 }

@@ -73,29 +73,20 @@ func (r *Reader) ReadDigest(each func(q *record.Request)) (*Contents, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	servers, err := r.Servers()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	var load []LoadRow
-	if hasFile(dir, LoadFile) {
-		if load, err = r.StoredLoad(); err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, err)
-		}
-	} else if r.tolerant() {
+	c, err := r.contents(func() ([]LoadRow, error) {
 		server, err := r.LoadServer()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, err)
+			return nil, err
 		}
-		load = d.Load()
+		load := d.Load()
 		JoinLoadServer(load, server)
-	}
-	tel, err := r.Telemetry()
+		return load, nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, err
 	}
-	return &Contents{Dir: dir, Manifest: r.Manifest(), Status: r.Status(), Digest: d, Servers: servers, Load: load,
-		Telemetry: tel, Notes: r.Notes()}, nil
+	c.Digest = d
+	return c, nil
 }
 
 // EachEvent calls fn with every row of events.csv in file order, one row at a time, keeping
