@@ -531,7 +531,7 @@ func checkWiring(t *testing.T, k sched.Kubernetes, d decoded) {
 	}
 	script := strings.Join(pod.Containers[0].Command, " ")
 	root := path.Join(k.ResultsMount, k.Name)
-	for _, want := range []string{"runner /experiment/" + key + " --shard auto --results \"$root\"", "root=" + root + "/shard-$JOB_COMPLETION_INDEX"} {
+	for _, want := range []string{"runner /experiment/" + key + " --shard auto --results \"$root\"", "root=" + root + "/shard-\"$JOB_COMPLETION_INDEX\""} {
 		if !strings.Contains(script, want) {
 			t.Errorf("shard command lacks %q:\n%s", want, script)
 		}
