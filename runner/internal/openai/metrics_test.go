@@ -259,3 +259,29 @@ func writeText(m *Metrics) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// TestPresentNamesOnlyServed checks that Present names only what a page serves: a server that
+// lacks one of its dialect's names (here vLLM's queue-time histogram) must not be said to have
+// had it read, since its column stays empty.
+func TestPresentNamesOnlyServed(t *testing.T) {
+	page := `# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="+Inf"} 1
+vllm:time_to_first_token_seconds_sum 0.5
+vllm:time_to_first_token_seconds_count 1
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total 12
+`
+	m, err := ParseMetrics(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := DetectServerNames(m)
+	if !ok || n.Dialect != "vllm" {
+		t.Fatalf("detected %q, %v; want vllm", n.Dialect, ok)
+	}
+	got := n.Present(m)
+	want := []string{"vllm:time_to_first_token_seconds", "vllm:prompt_tokens_total"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Present = %v, want %v (Served lists %d names)", got, want, len(n.Served()))
+	}
+}

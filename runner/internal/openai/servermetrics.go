@@ -208,6 +208,20 @@ func (d ServerDelta) Requests() (float64, bool) {
 	return 0, false
 }
 
+// Present returns the names of n that m serves, in the order of Served: what a run reads of a
+// server whose /metrics page is m.
+func (n ServerNames) Present(m *Metrics) []string {
+	var out []string
+	for _, s := range n.Served() {
+		if _, ok := m.Merged(s); ok {
+			out = append(out, s)
+		} else if _, ok := m.Total(s); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Served returns the names n reads, for documentation and messages.
 func (n ServerNames) Served() []string {
 	var out []string

@@ -92,7 +92,9 @@ func (s *scraper) scrape(ctx context.Context) *openai.Metrics {
 			return nil
 		}
 		s.names, s.detected = n, true
-		s.note = "server-side timings from GET /metrics (" + n.Dialect + " names: " + strings.Join(n.Served(), ", ") + ")"
+		// The note names what this server serves, not every name of its dialect: a name it
+		// lacks leaves its column empty, and the note must not say it was read.
+		s.note = "server-side timings from GET /metrics (" + n.Dialect + " names: " + strings.Join(n.Present(m), ", ") + ")"
 	}
 	return m
 }
