@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/onelayerdown/runner/runner/internal/gguf"
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // cmdTinyModel writes the tiny random llama model that the real-engine tests load into ollama.
@@ -71,24 +72,8 @@ func checkModelPath(path string) error {
 	if err != nil {
 		return err
 	}
-	var what string
-	switch m := st.Mode(); {
-	case m.IsRegular():
+	if st.Mode().IsRegular() {
 		return nil
-	case m&fs.ModeSymlink != 0:
-		what = "is a symbolic link"
-	case m.IsDir():
-		what = "is a directory"
-	case m&fs.ModeNamedPipe != 0:
-		what = "is a named pipe"
-	case m&fs.ModeCharDevice != 0:
-		what = "is a character device"
-	case m&fs.ModeDevice != 0:
-		what = "is a block device"
-	case m&fs.ModeSocket != 0:
-		what = "is a socket"
-	default:
-		what = "is not a regular file"
 	}
-	return usageError("%s %s: write the model to a regular file or a new path", path, what)
+	return usageError("%s is %s: write the model to a regular file or a new path", path, tabular.FileKind(st.Mode()))
 }

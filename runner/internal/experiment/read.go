@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // ReadFile reads and parses an experiment file; see Parse. It reads at most one byte more than
@@ -24,7 +26,7 @@ func ReadFile(path string) (*Experiment, error) {
 		return nil, fmt.Errorf("read experiment: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s); an experiment file must be a regular YAML file", path, modeName(info.Mode()))
+		return nil, fmt.Errorf("%s: not a regular file (%s); an experiment file must be a regular YAML file", path, tabular.FileKind(info.Mode()))
 	}
 	if info.Size() > maxFileSize {
 		return nil, tooLarge(path)
@@ -52,23 +54,6 @@ func tooLarge(path string) error {
 
 // sizeLimit is the size limit as the errors print it.
 var sizeLimit = fmt.Sprintf("1 MiB (%d bytes)", maxFileSize)
-
-// modeName names the kind of a file that is not a regular one, for the error that refuses it.
-func modeName(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
-}
 
 // Parse reads an experiment file's bytes, checks them against the JSON Schema and the rules a
 // schema cannot express, and expands the matrix once to check every config. path names the file

@@ -5,6 +5,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/onelayerdown/runner/runner/internal/tabular"
 )
 
 // The caps on what a reader takes from a folder. A folder may come from anywhere, and a file
@@ -51,18 +53,7 @@ func OpenRegular(path string) (*os.File, error) {
 
 // notRegular says that path is not a regular file, and what it is instead.
 func notRegular(path string, mode fs.FileMode) error {
-	what := "a special file"
-	switch {
-	case mode.IsDir():
-		what = "a folder"
-	case mode&fs.ModeNamedPipe != 0:
-		what = "a named pipe"
-	case mode&fs.ModeSocket != 0:
-		what = "a socket"
-	case mode&fs.ModeDevice != 0:
-		what = "a device"
-	}
-	return fmt.Errorf("%s is not a regular file (it is %s)", path, what)
+	return fmt.Errorf("%s is not a regular file (it is %s)", path, tabular.FileKind(mode))
 }
 
 // ReadRegular reads the regular file path whole, refusing one of more than limit bytes with an

@@ -104,7 +104,7 @@ func TestReadersRefuseADevice(t *testing.T) {
 			t.Skipf("cannot make a symbolic link here: %v", err)
 		}
 		_, err := ReadAll(complete.Dir())
-		if err == nil || !strings.Contains(err.Error(), name+" is not a regular file (it is a device)") {
+		if err == nil || !strings.Contains(err.Error(), name+" is not a regular file (it is a character device)") {
 			t.Errorf("read of a folder whose %s links to /dev/zero: %v", name, err)
 		}
 	}
