@@ -109,7 +109,7 @@ func (r *Reader) Requests() ([]record.Request, error) {
 	n, err := scanAll(r.dir, RequestsFile, RequestsCSV.NewScanner, r.tolerant(), func(rec record.Request, line int) error {
 		id := RequestID(rec.ConfigID, rec.Seq)
 		if _, dup := index[id]; dup {
-			return fmt.Errorf("%s:%d: request %s appears twice", RequestsFile, line, id)
+			return requestTwice(line, &rec)
 		}
 		index[id] = len(reqs)
 		reqs = append(reqs, rec)

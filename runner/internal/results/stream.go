@@ -2,7 +2,6 @@ package results
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/onelayerdown/runner/runner/internal/record"
 )
@@ -31,11 +30,11 @@ func (r *Reader) EachRequest(fn func(q *record.Request) error) error {
 			seen[rec.ConfigID] = seqs
 		}
 		if seqs[rec.Seq] {
-			return fmt.Errorf("%s:%d: request %s appears twice", RequestsFile, line, RequestID(rec.ConfigID, rec.Seq))
+			return requestTwice(line, &rec)
 		}
 		seqs[rec.Seq] = true
 		if len(errs) > 0 {
-			rec.Error = errs[rec.ConfigID+"-"+strconv.Itoa(rec.Seq)]
+			rec.Error = errs[RequestID(rec.ConfigID, rec.Seq)]
 		}
 		return fn(&rec)
 	})
@@ -106,3 +105,9 @@ func (r *Reader) EachEvent(fn func(e *EventRow) error) error {
 // Note adds a note on what a reader of the folder skipped, one sentence, to those Notes
 // returns.
 func (r *Reader) Note(n string) { r.note(n) }
+
+// requestTwice is the error of every reader of requests.csv for a row, at line, whose request an
+// earlier row already gave.
+func requestTwice(line int, rec *record.Request) error {
+	return fmt.Errorf("%s:%d: request %s appears twice", RequestsFile, line, RequestID(rec.ConfigID, rec.Seq))
+}
