@@ -181,9 +181,7 @@ func metricNames(n openai.ServerNames, m *openai.Metrics) Check {
 	}
 	var missing, lost []string
 	for _, name := range all {
-		_, hist := m.Merged(name)
-		_, plain := m.Total(name)
-		if !hist && !plain {
+		if !m.Has(name) {
 			missing = append(missing, name)
 			lost = append(lost, cols[name])
 		}

@@ -70,18 +70,21 @@ var ServerMetricNames = []ServerNames{
 func DetectServerNames(m *Metrics) (ServerNames, bool) {
 	for _, n := range ServerMetricNames {
 		for _, name := range []string{n.TTFT, n.E2E, n.PrefillSecondsTotal, n.PromptTokens} {
-			if name == "" {
-				continue
-			}
-			if _, ok := m.Merged(name); ok {
-				return n, true
-			}
-			if _, ok := m.Total(name); ok {
+			if name != "" && m.Has(name) {
 				return n, true
 			}
 		}
 	}
 	return ServerNames{}, false
+}
+
+// Has reports whether m serves the metric name, as a histogram or as plain samples.
+func (m *Metrics) Has(name string) bool {
+	if _, ok := m.Merged(name); ok {
+		return true
+	}
+	_, ok := m.Total(name)
+	return ok
 }
 
 // Total returns the sum of every plain sample with the given name, over all its label sets
@@ -213,9 +216,7 @@ func (d ServerDelta) Requests() (float64, bool) {
 func (n ServerNames) Present(m *Metrics) []string {
 	var out []string
 	for _, s := range n.Served() {
-		if _, ok := m.Merged(s); ok {
-			out = append(out, s)
-		} else if _, ok := m.Total(s); ok {
+		if m.Has(s) {
 			out = append(out, s)
 		}
 	}
