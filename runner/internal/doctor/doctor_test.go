@@ -290,3 +290,22 @@ func TestDoctorTelemetry(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorTextShowsControlCharacters checks that what a check quotes of a server reaches the
+// terminal with its control characters shown, not sent: a clear-screen in an error body must not
+// clear the screen of the user reading the table.
+func TestDoctorTextShowsControlCharacters(t *testing.T) {
+	r := &Report{Experiment: "e", Servers: []Server{{ID: "s1", Engine: "endpoint", Checks: []Check{
+		{Name: "streaming", Result: Failed, Detail: "HTTP 500: \x1b[2J\x1b]0;owned\x07", Without: "no request \x1b[31mmeasured"},
+	}}}}
+	var text bytes.Buffer
+	if err := NewTextEncoder(&text).Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(text.String(), "\x1b\x07") {
+		t.Errorf("the table sends control characters to the terminal:\n%q", text.String())
+	}
+	if !strings.Contains(text.String(), `HTTP 500: \x1b[2J\x1b]0;owned\x07`) {
+		t.Errorf("the table does not show the escaped body:\n%s", text.String())
+	}
+}

@@ -47,8 +47,10 @@ func (e *TextEncoder) Encode(r *Report) error {
 	fmt.Fprintf(w, "experiment %s\n\n", r.Experiment)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "server\tcheck\tresult\tfound\twithout it, the runner")
+	// What a check found may quote the server (an answer's body, an error): its control
+	// characters are shown, not sent to the terminal, as everywhere else the runner prints.
 	row := func(server string, c Check) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", server, c.Name, c.Result, oneLine(c.Detail), orDash(c.Without))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", server, c.Name, c.Result, tabular.Visible(oneLine(c.Detail)), tabular.Visible(orDash(c.Without)))
 	}
 	for _, s := range r.Servers {
 		for _, c := range s.Checks {
